@@ -1,0 +1,44 @@
+# Two commands do everything: `make lab` and `make test`. Both create .venv when it is
+# missing (or when requirements.txt / pyproject.toml changed) and install the package
+# into it in editable mode, so every notebook kernel started from it imports `companion`.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+NB     ?= 00
+PYTEST_ARGS ?=
+
+.PHONY: lab test test-fast notebooks bench clean-venv help
+
+help:
+	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
+	@echo "make test       create .venv if needed, run unit tests and every notebook (nbval)"
+	@echo "make test-fast  unit tests only"
+	@echo "make bench      run the benchmarks in benchmarks/ (prints tables)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10+ needed, found " + sys.version.split()[0]'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/00_launching_ranks.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,17 @@
+"""companion: real multi-process torch.distributed experiments for the
+distributed-training lectures (MIT 6.5940 L19-L20, Stanford CS336 L8).
+
+Start here: ``notebooks/00_launching_ranks.ipynb``. Each module's docstring names the
+notebook that teaches it.
+"""
+from .launcher import LaunchError, LaunchTimeout, launch
+from .runtime import (device, process_group, rank, setup_process_group,
+                      teardown_process_group, world_size)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "launch", "LaunchError", "LaunchTimeout",
+    "setup_process_group", "teardown_process_group", "process_group",
+    "rank", "world_size", "device",
+]

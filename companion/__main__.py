@@ -1,0 +1,106 @@
+"""Command line: run a registered experiment on real ranks, locally or under torchrun.
+
+    python -m companion list
+    python -m companion run whoami --world-size 4
+    python -m companion run all_reduce --world-size 2 --set key=value
+    torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d \\
+             --rdzv-endpoint HOST:PORT -m companion run whoami
+
+Under torchrun every process runs the experiment once; rank 0 gathers the results and
+prints the summary. Taught in notebook 00.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import pickle
+import sys
+
+import torch
+import torch.distributed as dist
+
+from . import experiments, runtime
+from .launcher import choose_backend, launch
+
+
+def _parse_settings(pairs: list[str]) -> dict:
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise SystemExit(f"--set takes key=value (e.g. --set steps=10), got {pair!r}")
+        try:
+            settings[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            settings[key] = value  # a bare word stays a string
+    return settings
+
+
+def under_torchrun() -> bool:
+    """True inside a process started by torchrun (it sets these variables)."""
+    return "TORCHELASTIC_RUN_ID" in os.environ or {"RANK", "WORLD_SIZE", "MASTER_ADDR"} <= set(os.environ)
+
+
+def _run_under_torchrun(exp, settings, backend, timeout, out):
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"]))
+    chosen, reason = choose_backend(backend, local_world)
+    runtime.setup_process_group(backend=chosen, timeout=timeout, loopback_only=False)
+    try:
+        if runtime.rank() == 0:
+            print(f"[torchrun] {runtime.world_size()} ranks, {chosen} backend: {reason}", flush=True)
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+        result = exp.fn(**settings)
+        gathered = [None] * runtime.world_size() if runtime.rank() == 0 else None
+        dist.gather_object(result, gathered, dst=0)
+        if runtime.rank() == 0:
+            _report(exp, gathered, out)
+    finally:
+        runtime.teardown_process_group()
+
+
+def _report(exp, results, out):
+    if exp.summarize is not None:
+        print(exp.summarize(results))
+    else:
+        for rank, result in enumerate(results):
+            print(f"rank {rank}: {result!r}")
+    if out:
+        with open(out, "wb") as f:
+            pickle.dump(results, f)
+        print(f"per-rank results written to {out}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the registered experiments")
+    run = sub.add_parser("run", help="run an experiment on real ranks")
+    run.add_argument("name")
+    run.add_argument("--world-size", type=int, default=2,
+                     help="ranks to start on this machine (ignored under torchrun)")
+    run.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="keyword argument for the experiment (Python literal)")
+    run.add_argument("--out", help="write the per-rank results here (pickle)")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for name in experiments.names():
+            print(f"{name:<24} {experiments.get(name).description}")
+        return 0
+    exp = experiments.get(args.name)
+    settings = _parse_settings(args.set)
+    if under_torchrun():
+        _run_under_torchrun(exp, settings, args.backend, args.timeout, args.out)
+    else:
+        results = launch(exp.fn, world_size=args.world_size, backend=args.backend,
+                         timeout=args.timeout, **settings)
+        _report(exp, results, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""A registry of experiments that run the same way from a notebook, a shell or torchrun.
+
+Taught in notebook 00. A module marks a rank function with ``@experiment("name")``;
+then all three of these run it:
+
+* ``companion.launch(fn, world_size=N)`` inside a notebook;
+* ``python -m companion run NAME --world-size N`` on one machine;
+* ``torchrun --nnodes M --nproc-per-node K ... -m companion run NAME`` on a cluster,
+  where rank and world size come from torchrun's environment.
+
+Each rank function returns picklable data; the optional ``summarize`` turns the list of
+per-rank results into text that rank 0 (or the parent) prints. Ranks never plot.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Callable
+
+__all__ = ["experiment", "get", "names", "Experiment"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    fn: Callable
+    summarize: Callable[[list], str] | None
+    description: str
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def experiment(name: str, summarize: Callable[[list], str] | None = None):
+    """Decorator: register ``fn`` (a rank function) under ``name``."""
+
+    def register(fn):
+        if name in _REGISTRY and _REGISTRY[name].fn.__qualname__ != fn.__qualname__:
+            raise ValueError(f"experiment name {name!r} is registered twice; pick another name.")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = Experiment(name, fn, summarize, doc[0] if doc else "")
+        return fn
+
+    return register
+
+
+def _load_all() -> None:
+    # Modules register their experiments on import; importing every module of the
+    # package means a new notebook's module needs no entry in a central list.
+    import companion
+
+    for info in pkgutil.iter_modules(companion.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"companion.{info.name}")
+
+
+def names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    _load_all()
+    if name not in _REGISTRY:
+        raise ValueError(f"no experiment named {name!r}; known: {', '.join(sorted(_REGISTRY))}. "
+                         "List them with `python -m companion list`.")
+    return _REGISTRY[name]
