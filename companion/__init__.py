@@ -10,6 +10,18 @@ from .runtime import (device, process_group, rank, setup_process_group,
 
 __version__ = "0.1.0"
 
+# The data-parallel wrappers live in their own modules (notebook 03); importing them
+# lazily keeps `import companion` (and every rank's start-up) light.
+_LAZY = {"DDP": "companion.ddp", "ShardedOptimizer": "companion.zero", "FSDP": "companion.fsdp"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'companion' has no attribute {name!r}")
+
 __all__ = [
     "launch", "LaunchError", "LaunchTimeout",
     "setup_process_group", "teardown_process_group", "process_group",
