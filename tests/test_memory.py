@@ -1,0 +1,102 @@
+"""Memory and communication formulas (companion.memory), checked against the published
+numbers: the ZeRO paper (Rajbhandari et al. 2020, Figure 1 and Table 1), MIT 6.5940 L19
+pages 69-73, and Korthikanti et al. 2022, Table 2."""
+import math
+
+import pytest
+import torch
+
+from companion import memory as M
+
+
+def test_sixteen_bytes_per_parameter_and_five_billion_on_80_gb():
+    per = M.bytes_per_param()
+    assert per == {"params": 2, "grads": 2, "optimizer": 12}
+    assert M.zero_memory_per_gpu(1, 1, 0)["total"] == 16
+    assert M.max_params_that_fit(80 * M.GB, 1, 0) == 5_000_000_000
+
+
+def test_zero_paper_figure_1_n64_for_7_5b():
+    rows = [round(M.zero_memory_per_gpu(7.5e9, 64, s)["total"] / M.GB, 1) for s in range(4)]
+    assert rows == [120.0, 31.4, 16.6, 1.9]
+
+
+@pytest.mark.parametrize("n, expected", [(1, [120, 120, 120, 120]), (4, [120, 52.5, 41.3, 30]),
+                                         (16, [120, 35.6, 21.6, 7.5]),
+                                         (64, [120, 31.4, 16.6, 1.88]),
+                                         (256, [120, 30.4, 15.4, 0.47]),
+                                         (1024, [120, 30.1, 15.1, 0.12])])
+def test_zero_paper_table_1_for_7_5b(n, expected):
+    got = [M.zero_memory_per_gpu(7.5e9, n, s)["total"] / M.GB for s in range(4)]
+    for g, e in zip(got, expected):
+        # the paper prints 3 significant digits (rounded), hence the half-unit tolerance
+        assert g == pytest.approx(e, abs=0.051 if e >= 1 else 0.0051)
+
+
+def test_stage_components_and_precisions():
+    d = M.zero_memory_per_gpu(1000, 4, 2)
+    assert d == {"params": 2000, "grads": 500, "optimizer": 3000, "total": 5500}
+    assert M.bytes_per_param("fp32", "adamw") == {"params": 4, "grads": 4, "optimizer": 8}
+    assert M.bytes_per_param("bf16", "adam") == {"params": 2, "grads": 2, "optimizer": 4}
+    assert M.bytes_per_param("mixed", "sgd_momentum")["optimizer"] == 8
+    assert M.bytes_per_param("fp32", "sgd")["optimizer"] == 0
+    assert M.zero_memory_per_gpu(10, 2, 3, optimizer_bytes=0)["total"] == 20
+    assert M.max_params_that_fit(80 * M.GB, 64, 3) == 320_000_000_000
+
+
+def test_bad_inputs_raise_value_errors_that_name_the_fix():
+    with pytest.raises(ValueError, match="stage"):
+        M.zero_memory_per_gpu(10, 2, 4)
+    with pytest.raises(ValueError, match="num_params"):
+        M.zero_memory_per_gpu(-1, 2, 1)
+    with pytest.raises(ValueError, match="world_size"):
+        M.zero_memory_per_gpu(10, 0, 1)
+    with pytest.raises(ValueError, match="precision"):
+        M.bytes_per_param("fp8")
+    with pytest.raises(ValueError, match="divisible"):
+        M.activation_memory_per_layer(128, 1, 100, 3)
+    with pytest.raises(ValueError, match="recompute"):
+        M.activation_memory_per_layer(128, 1, 64, 4, recompute="some")
+    with pytest.raises(ValueError, match="seq_len"):
+        M.activation_memory_per_layer(0, 1, 64, 4)
+
+
+def test_activation_memory_korthikanti_table_2():
+    s, b, h, a, t = 2048, 1, 12288, 96, 8  # GPT-3 175B's layer, the paper's running example
+    sbh = s * b * h
+    att = 5 * a * s / h
+    assert att == 80  # the paper: for GPT-3, 5as/h = 80, more than the 34 of the rest
+    f = M.activation_memory_per_layer
+    assert f(s, b, h, a) == sbh * (34 + att)
+    assert f(s, b, h, a, tp=t) == sbh * (10 + 24 / t + att / t)
+    assert f(s, b, h, a, tp=t, sequence_parallel=True) == sbh / t * (34 + att)
+    assert f(s, b, h, a, tp=t, recompute="selective") == sbh * (10 + 24 / t)
+    assert f(s, b, h, a, tp=t, sequence_parallel=True, recompute="selective") == sbh * 34 / t
+    assert f(s, b, h, a, tp=t, recompute="full") == 2 * sbh
+    assert f(s, b, h, a, tp=1, sequence_parallel=True) == f(s, b, h, a)
+
+
+def test_communication_volume_2_2_2_3():
+    for n in (2, 4, 64):
+        vols = [M.communication_volume(1000, n, s, bytes_per_element=2) for s in range(4)]
+        assert [v["multiple"] for v in vols] == [2, 2, 2, 3]
+        unit = 2000 * (n - 1) / n
+        assert [v["total"] / unit for v in vols] == pytest.approx([2, 2, 2, 3])
+
+
+def test_ledger_and_held_bytes():
+    ledger = M.CommLedger(4)
+    ledger.record("all_reduce", 400)
+    ledger.record("broadcast", 400)
+    assert ledger.bytes_sent() == 600 and ledger.bytes_sent(include_broadcast=True) == 1000
+    full = torch.zeros(100)
+    view = full[10:20]
+    assert M.held_bytes([full, view, torch.zeros(5)]) == 420
+    freed = torch.zeros(8)
+    freed.untyped_storage().resize_(0)
+    assert M.held_bytes([freed]) == 0
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(10))])
+    opt.param_groups[0]["params"][0].grad = torch.ones(10)
+    opt.step()
+    assert M.held_bytes(M.optimizer_state_tensors(opt)) == 80 + 4  # two moments + step
+    assert not math.isnan(M.ring_bytes_sent("broadcast", 10, 1))
