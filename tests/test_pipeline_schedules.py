@@ -1,0 +1,110 @@
+"""Schedules, simulator and closed forms of companion.pipeline agree (no ranks needed)."""
+from __future__ import annotations
+
+import pytest
+
+from companion.pipeline import (Op, OpCosts, Schedule, bubble_fraction, gpipe, make_schedule,
+                                one_f_one_b, peak_activations, simulate, zb_h1)
+
+SIZES = [(p, m) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 4, 7, 8, 16)]
+COSTS = [OpCosts(), OpCosts(1, 2, 1), OpCosts(2, 1, 0.5), OpCosts(1, 1, 0.25)]
+
+
+def test_lecture_numbers():
+    # L19 p.78-80: 4 layers on 4 GPUs -> 25 %; 4 micro-batches -> 4/7 = 57 %.
+    assert simulate("naive", 4, 1).utilization == pytest.approx(0.25)
+    assert simulate("gpipe", 4, 4).utilization == pytest.approx(4 / 7)
+    assert 1 - bubble_fraction(4, 4, "gpipe") == pytest.approx(4 / 7)
+
+
+@pytest.mark.parametrize("name", ["naive", "gpipe", "1f1b"])
+@pytest.mark.parametrize("p,m", SIZES)
+def test_simulator_matches_closed_form(name, p, m):
+    for costs in COSTS:
+        tl = simulate(name, p, m, costs=costs)
+        assert tl.bubble_fraction == pytest.approx(bubble_fraction(p, m, name), abs=1e-12)
+        assert tl.utilization + tl.bubble_fraction == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("p,m", [(p, m) for p in (1, 2, 3, 4) for m in (p, 2 * p, 4 * p)])
+@pytest.mark.parametrize("v", [1, 2, 3])
+def test_interleaved_matches_closed_form(p, m, v):
+    for costs in COSTS:
+        tl = simulate("interleaved", p, m, chunks=v, costs=costs)
+        assert tl.bubble_fraction == pytest.approx(bubble_fraction(p, m, "interleaved", v))
+
+
+@pytest.mark.parametrize("p,m", [(p, m) for p in (1, 2, 3, 4, 8) for m in range(p, 3 * p + 1)])
+def test_zb_h1_matches_closed_form(p, m):
+    for costs in COSTS:  # all have W <= min(F, B), where the closed form holds
+        tl = simulate("zb-h1", p, m, costs=costs)
+        assert tl.bubble_fraction == pytest.approx(bubble_fraction(p, m, "zb-h1", costs=costs))
+    # equal costs: a third of 1F1B's idle time per stage
+    assert (simulate("zb-h1", p, m).makespan - 3 * m) * 3 == pytest.approx(
+        simulate("1f1b", p, m).makespan - 3 * m)
+
+
+def test_zb_h1_closed_form_range_is_enforced():
+    with pytest.raises(ValueError, match="microbatches >= stages"):
+        bubble_fraction(4, 2, "zb-h1")
+    with pytest.raises(ValueError, match="W <= min"):
+        bubble_fraction(4, 8, "zb-h1", costs=OpCosts(1, 1, 2))
+
+
+@pytest.mark.parametrize("p,m", SIZES)
+def test_activation_memory(p, m):
+    assert simulate("gpipe", p, m).peak_activations() == peak_activations(p, m, "gpipe")
+    assert simulate("1f1b", p, m).peak_activations() == peak_activations(p, m, "1f1b")
+    assert max(simulate("1f1b", p, m).peak_activations()) == min(p, m)
+    assert simulate("naive", p, m).peak_activations() == [1] * p
+    if m >= p:  # ZB-H1 keeps 1F1B's peak (p micro-batches), now on every stage
+        assert simulate("zb-h1", p, m).peak_activations() == [p] * p
+
+
+def test_schedules_are_complete_and_ordered():
+    for name in ("naive", "gpipe", "1f1b", "zb-h1"):
+        sched = make_schedule(name, 4, 8)
+        kinds = "FBW" if sched.split_backward else "FB"
+        assert all(len(ops) == len(kinds) * 8 for ops in sched.ops)
+    assert one_f_one_b(4, 8).ops[0][:5] == (Op("F", 0), Op("F", 1), Op("F", 2), Op("F", 3),
+                                            Op("B", 0))
+    assert zb_h1(4, 8).ops[3][:6] == (Op("F", 0), Op("B", 0), Op("F", 1), Op("B", 1),
+                                      Op("F", 2), Op("B", 2))
+
+
+def test_send_latency_only_slows_down():
+    fast, slow = simulate("1f1b", 4, 8), simulate("1f1b", 4, 8, send=0.5)
+    assert slow.makespan > fast.makespan
+    assert slow.bubble_fraction > fast.bubble_fraction
+
+
+def test_handwritten_schedule_is_checked():
+    p, m = 2, 2
+    ok = Schedule("mine", p, m, (gpipe(p, m).ops[0], one_f_one_b(p, m).ops[1]))
+    assert simulate(ok).makespan > 0
+    deadlock = Schedule("bad", p, m, ((Op("F", 0), Op("B", 0), Op("F", 1), Op("B", 1)),
+                                      (Op("F", 1), Op("F", 0), Op("B", 0), Op("B", 1))))
+    with pytest.raises(ValueError, match="deadlocks"):
+        simulate(deadlock)
+    missing = Schedule("bad", p, m, ((Op("F", 0), Op("B", 0)), gpipe(p, m).ops[1]))
+    with pytest.raises(ValueError, match="never runs"):
+        simulate(missing)
+    twice = Schedule("bad", p, m, (gpipe(p, m).ops[0] + (Op("F", 0),), gpipe(p, m).ops[1]))
+    with pytest.raises(ValueError, match="twice"):
+        simulate(twice)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: make_schedule("pipedream", 4, 8), "unknown schedule"),
+    (lambda: make_schedule("gpipe", 0, 8), "stages must be"),
+    (lambda: make_schedule("1f1b", 4, -1), "microbatches must be"),
+    (lambda: make_schedule("gpipe", 4, 8, chunks=2), "interleaved"),
+    (lambda: make_schedule("interleaved", 4, 6, chunks=2), "multiple of 4"),
+    (lambda: bubble_fraction(4, 6, "interleaved", 2), "multiple of stages"),
+    (lambda: bubble_fraction(4, 8, "gpipe", chunks=2), "chunks"),
+    (lambda: simulate("gpipe", 4, 8, F=-1), "must be >= 0"),
+    (lambda: simulate("gpipe"), "give stages"),
+])
+def test_bad_input_raises_value_error_naming_the_fix(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
