@@ -52,3 +52,39 @@ def first_all_reduce() -> dict:
     before = x.item()
     dist.all_reduce(x, op=dist.ReduceOp.SUM)
     return {"rank": runtime.rank(), "before": before, "after": x.item()}
+
+
+def local_values(n: int = 4) -> torch.Tensor:
+    """The tensor rank r holds in notebook 00's exercise: ``(r + 1) * [0, 1, ..., n-1]``."""
+    return (runtime.rank() + 1.0) * torch.arange(float(n), device=runtime.device())
+
+
+def average_across_ranks_reference(n: int = 4) -> torch.Tensor:
+    """Notebook 00 exercise, reference: every rank ends with the mean of all ranks' values.
+
+    Sum with one all-reduce, then divide by the world size (gloo also offers
+    ``ReduceOp.AVG``, but NCCL only gained it in 2.10 and the division is the lesson).
+    """
+    x = local_values(n)
+    dist.all_reduce(x, op=dist.ReduceOp.SUM)
+    return x / runtime.world_size()
+
+
+def launch_overhead(world_sizes=(1, 2, 4, 8), repeats: int = 5) -> dict[int, list[float]]:
+    """Seconds from ``launch()`` to results for a trivial all-reduce, per world size.
+
+    Runs in the notebook's process (it launches ranks itself); notebook 00 plots it and
+    ``benchmarks/launcher.py`` prints it next to ``torch.multiprocessing.spawn``.
+    """
+    import time
+
+    from .launcher import launch
+
+    timings = {}
+    for n in world_sizes:
+        timings[n] = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            launch(first_all_reduce, world_size=n)
+            timings[n].append(time.perf_counter() - start)
+    return timings

@@ -30,6 +30,7 @@ class Experiment:
 
 
 _REGISTRY: dict[str, Experiment] = {}
+load_errors: dict[str, str] = {}  # module -> error, for modules that failed to import
 
 
 def experiment(name: str, summarize: Callable[[list], str] | None = None):
@@ -51,8 +52,12 @@ def _load_all() -> None:
     import companion
 
     for info in pkgutil.iter_modules(companion.__path__):
-        if not info.name.startswith("_"):
+        if info.name.startswith("_") or f"companion.{info.name}" in load_errors:
+            continue
+        try:
             importlib.import_module(f"companion.{info.name}")
+        except Exception as exc:  # noqa: BLE001 - one broken module must not hide the others
+            load_errors[f"companion.{info.name}"] = f"{type(exc).__name__}: {exc}"
 
 
 def names() -> list[str]:
@@ -63,6 +68,7 @@ def names() -> list[str]:
 def get(name: str) -> Experiment:
     _load_all()
     if name not in _REGISTRY:
+        broken = "".join(f"\n  {mod} failed to import: {err}" for mod, err in load_errors.items())
         raise ValueError(f"no experiment named {name!r}; known: {', '.join(sorted(_REGISTRY))}. "
-                         "List them with `python -m companion list`.")
+                         f"List them with `python -m companion list`.{broken}")
     return _REGISTRY[name]

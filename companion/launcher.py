@@ -36,36 +36,21 @@ import sys
 import tempfile
 import time
 import traceback
-from multiprocessing.connection import wait
 
 import cloudpickle
 import torch
-import torch.distributed as dist
 from torch.utils._pytree import tree_map
 
 from . import runtime
+from .backends import choose_backend, cpu_cores, max_world_size, validate_launch
+from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, stop
 
 __all__ = ["launch", "LaunchError", "LaunchTimeout", "LaunchInfo", "choose_backend",
            "cpu_cores", "max_world_size"]
 
-MAX_RANKS_PER_CORE = 4  # beyond this, gloo ranks spend their time context-switching
 _GRACE_S = 5.0  # how long finished ranks get to tear down before they are killed
 _PG_TIMEOUT_SLACK_S = 5.0  # ranks' own collective timeout fires after the parent's deadline
-
-
-class LaunchError(RuntimeError):
-    """A rank raised, or died without reporting (segfault, ``os._exit``)."""
-
-    def __init__(self, message: str, rank: int | None = None, traceback_text: str = "",
-                 exitcode: int | None = None):
-        super().__init__(message)
-        self.rank = rank
-        self.traceback = traceback_text
-        self.exitcode = exitcode
-
-
-class LaunchTimeout(TimeoutError):
-    """The job ran past ``timeout`` seconds; every rank was stopped."""
+_ERROR_LINGER_S = 30.0  # a failed rank waits at most this long for the parent to stop it
 
 
 @dataclasses.dataclass
@@ -81,77 +66,6 @@ class LaunchInfo:
 
 last_launch: LaunchInfo | None = None
 _last_announced: tuple | None = None
-
-
-def cpu_cores() -> int:
-    """Cores this process may run on (respects taskset/cgroup affinity)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        return os.cpu_count() or 1
-
-
-def max_world_size() -> int:
-    """Largest CPU world size allowed: ``MAX_RANKS_PER_CORE`` per core, at least 8.
-
-    ``COMPANION_MAX_WORLD_SIZE`` overrides it for machines where you know better.
-    """
-    override = os.environ.get("COMPANION_MAX_WORLD_SIZE")
-    if override:
-        return int(override)
-    return max(8, MAX_RANKS_PER_CORE * cpu_cores())
-
-
-def _visible_gpus() -> int:
-    # The CPU wheel has no CUDA at all; asking NVML first keeps the CUDA runtime out of
-    # the notebook's process (its children must be the only ones to own GPUs).
-    if torch.version.cuda is None:
-        return 0
-    count_nvml = getattr(torch.cuda, "_device_count_nvml", None)
-    if count_nvml is not None:
-        n = count_nvml()
-        if n >= 0:
-            return n
-    return torch.cuda.device_count()
-
-
-def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
-    """Resolve ``backend`` ("auto", "gloo" or "nccl") and say why, as (backend, reason)."""
-    if backend not in ("auto", "gloo", "nccl"):
-        raise ValueError(f"backend={backend!r} is not one of 'auto', 'gloo', 'nccl'.")
-    gpus = _visible_gpus()
-    nccl = dist.is_nccl_available()
-    if backend == "nccl":
-        if not nccl:
-            raise ValueError("backend='nccl' asked for, but this torch build has no NCCL "
-                             "(a CPU wheel?); use backend='gloo' or 'auto'.")
-        if gpus < world_size:
-            raise ValueError(f"backend='nccl' needs one GPU per rank: {world_size} ranks but "
-                             f"{gpus} GPU(s) visible; use world_size<={gpus} or backend='gloo'.")
-        return "nccl", f"asked for; {gpus} GPU(s), rank r on cuda:r"
-    if backend == "gloo":
-        return "gloo", "asked for; ranks compute on CPU"
-    if gpus >= world_size and nccl:
-        return "nccl", f"{gpus} GPU(s) visible, one per rank (rank r on cuda:r)"
-    if torch.version.cuda is None:
-        return "gloo", "this torch build has no CUDA, so ranks compute on CPU"
-    if gpus == 0:
-        return "gloo", "no GPU visible, so ranks compute on CPU"
-    return "gloo", (f"only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, "
-                    "so ranks compute on CPU")
-
-
-def _validate(world_size, timeout, backend) -> None:
-    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
-        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}.")
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}.")
-    if backend != "nccl" and world_size > max_world_size():
-        raise ValueError(
-            f"world_size={world_size} is more ranks than this machine can run usefully: "
-            f"{cpu_cores()} CPU core(s) allow at most {max_world_size()} CPU ranks "
-            f"({MAX_RANKS_PER_CORE} per core). Use a smaller world_size, run under torchrun "
-            "on more machines, or set COMPANION_MAX_WORLD_SIZE if you know better.")
 
 
 _context = None
@@ -222,55 +136,15 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
         sys.stdout.flush()
         sys.stderr.flush()
         result_w.send_bytes(pickle.dumps(("error", summary, text)))
-        os._exit(1)  # peers may be blocked in a collective: skip the tear-down
+        # Stay alive until the parent stops every rank: exiting now would close our
+        # sockets and make each peer print its own "connection closed by peer" error,
+        # burying the real one. The sleep is bounded in case the parent is gone.
+        time.sleep(_ERROR_LINGER_S)
+        os._exit(1)
     result_w.send_bytes(message)
     runtime.teardown_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
-
-
-class _Forwarder:
-    """Copies a rank's stdout/stderr to the notebook line by line, with a rank prefix."""
-
-    def __init__(self, rank, conn, stream_name):
-        self.conn, self.fd = conn, conn.fileno()
-        self.prefix = f"[rank {rank}] "
-        self.stream_name = stream_name
-        self.buffer = b""
-        self.open = True
-
-    def _write(self, text):
-        stream = getattr(sys, self.stream_name)
-        stream.write(text)
-        stream.flush()
-
-    def pump(self) -> None:
-        try:
-            chunk = os.read(self.fd, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.flush()
-            self.open = False
-            return
-        *lines, self.buffer = (self.buffer + chunk).split(b"\n")
-        if lines:
-            self._write("".join(self.prefix + line.decode("utf-8", "replace") + "\n"
-                                for line in lines))
-
-    def flush(self) -> None:
-        if self.buffer:
-            self._write(self.prefix + self.buffer.decode("utf-8", "replace") + "\n")
-            self.buffer = b""
-
-
-def _exit_description(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float = 60.0,
@@ -290,7 +164,7 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     ``fn`` cannot receive keyword arguments with those names.
     """
     global last_launch, _last_announced
-    _validate(world_size, timeout, backend)
+    validate_launch(world_size, timeout, backend)
     chosen, reason = choose_backend(backend, world_size)
     threads = 1 if chosen == "nccl" else max(1, cpu_cores() // world_size)
     info = LaunchInfo(world_size, chosen, reason, threads)
@@ -301,7 +175,8 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     payload = cloudpickle.dumps((fn, args, kwargs, _interactive_sources()))
     ctx = _get_context()
     start = time.perf_counter()
-    workdir = tempfile.mkdtemp(prefix="companion-launch-")
+    # The pid in the name lets a test tell its own launches from a concurrent notebook's.
+    workdir = tempfile.mkdtemp(prefix=f"companion-launch-{os.getpid()}-")
     init_method = "file://" + os.path.join(workdir, "rendezvous")
     procs, result_conns, forwarders = [], [], []
     try:
@@ -318,106 +193,21 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
                 conn.close()  # the child has its own copy; ours would hide EOF
             procs.append(proc)
             result_conns.append(result_r)
-            forwarders += [_Forwarder(rank, out_r, "stdout"), _Forwarder(rank, err_r, "stderr")]
-        results = _collect(procs, result_conns, forwarders, start + timeout, timeout)
+            forwarders += [Forwarder(rank, out_r, "stdout"), Forwarder(rank, err_r, "stderr")]
+        results = collect(procs, result_conns, forwarders, start + timeout, timeout)
         # Finished ranks are tearing down; give them a moment, then show their last words.
         grace = time.monotonic() + _GRACE_S
         for proc in procs:
             proc.join(max(0.0, grace - time.monotonic()))
-        _drain(forwarders, until=time.monotonic() + 0.5)
+        drain(forwarders, until=time.monotonic() + 0.5)
         info.seconds = time.perf_counter() - start
         last_launch = info
         return results
     finally:
-        _stop(procs)
-        _drain(forwarders, until=time.monotonic() + 0.5)
+        stop(procs)
+        drain(forwarders, until=time.monotonic() + 0.5)
         for conn in result_conns + [f.conn for f in forwarders]:
             conn.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(procs, result_conns, forwarders, deadline, timeout):
-    world_size = len(procs)
-    results = [None] * world_size
-    pending = set(range(world_size))
-    owner = {}
-    for rank in range(world_size):
-        owner[result_conns[rank]] = ("result", rank)
-        owner[procs[rank].sentinel] = ("exit", rank)
-    for fwd in forwarders:
-        owner[fwd.conn] = ("output", fwd)
-
-    def receive(rank):
-        try:
-            status, *rest = pickle.loads(result_conns[rank].recv_bytes())
-        except EOFError:  # the pipe closed without a message: the rank died
-            died(rank)
-        if status == "ok":
-            results[rank] = rest[0]
-            pending.discard(rank)
-            return
-        summary, text = rest
-        _drain(forwarders, until=time.monotonic() + 0.2)
-        raise LaunchError(f"rank {rank} raised {summary}\n\n--- traceback from rank {rank} ---\n"
-                          f"{text}", rank=rank, traceback_text=text, exitcode=1)
-
-    def died(rank):
-        procs[rank].join(1.0)
-        code = procs[rank].exitcode
-        _drain(forwarders, until=time.monotonic() + 0.2)
-        raise LaunchError(
-            f"rank {rank} died without reporting a result ({_exit_description(code)}); "
-            "its output above may say why.", rank=rank, exitcode=code)
-
-    while pending:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            _drain(forwarders, until=time.monotonic() + 0.2)
-            late = sorted(pending)
-            raise LaunchTimeout(
-                f"ranks {late} had not finished after {timeout:g} s (a rank waiting in a "
-                "collective its peers never joined?); all ranks were stopped. Pass a larger "
-                "timeout= if the job is just slow.")
-        watched = [result_conns[r] for r in pending] + [procs[r].sentinel for r in pending]
-        watched += [f.conn for f in forwarders if f.open]
-        for obj in wait(watched, timeout=min(remaining, 1.0)):
-            kind, what = owner[obj]
-            if kind == "output":
-                what.pump()
-            elif kind == "result" and what in pending:
-                receive(what)
-            elif kind == "exit" and what in pending:
-                if result_conns[what].poll():
-                    receive(what)  # it reported (or closed the pipe) just before exiting
-                else:
-                    died(what)
-    return results
-
-
-def _drain(forwarders, until):
-    while True:
-        live = [f for f in forwarders if f.open]
-        remaining = until - time.monotonic()
-        if not live or remaining <= 0:
-            break
-        ready = wait([f.conn for f in live], timeout=remaining)
-        if not ready:
-            break
-        for f in live:
-            if f.conn in ready:
-                f.pump()
-    for f in forwarders:
-        f.flush()
-
-
-def _stop(procs) -> None:
-    """Terminate, then kill, then reap every rank: no zombies, whatever happened."""
-    for proc in procs:
-        if proc.exitcode is None:
-            proc.terminate()
-    deadline = time.monotonic() + 2.0
-    for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join()

@@ -40,7 +40,7 @@ def rank_processes() -> dict[int, str]:
 
 
 def launch_dirs() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "companion-launch-*")))
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), f"companion-launch-{os.getpid()}-*")))
 
 
 @pytest.fixture(autouse=True)

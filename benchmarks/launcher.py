@@ -1,0 +1,75 @@
+"""Launch overhead: time from ``companion.launch()`` to results, next to torch's spawn.
+
+    .venv/bin/python benchmarks/launcher.py            # world sizes 1, 2, 4, 8
+    .venv/bin/python benchmarks/launcher.py --quick    # fewer repeats
+
+Both launchers run the same work: join a gloo process group over a file rendezvous and
+all-reduce one number. ``torch.multiprocessing.spawn`` starts fresh interpreters that
+import torch (the cost the forkserver avoids) and returns nothing, so its results come
+back through a queue. The target from issue #2: 4 ranks in well under 2 s on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+
+import companion
+from companion import basics
+
+
+def _spawn_worker(rank, world_size, init_file, queue):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world_size)
+    x = torch.tensor([rank + 1.0])
+    dist.all_reduce(x)
+    queue.put((rank, x.item()))
+    dist.destroy_process_group()
+
+
+def spawn_once(world_size: int) -> float:
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmpdir:
+        queue = tmp.get_context("spawn").SimpleQueue()
+        tmp.spawn(_spawn_worker, args=(world_size, os.path.join(tmpdir, "store"), queue),
+                  nprocs=world_size, join=True)
+        results = sorted(queue.get() for _ in range(world_size))
+    assert all(v == world_size * (world_size + 1) / 2 for _, v in results)
+    return time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats, spawn once")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
+    args = parser.parse_args(argv)
+    repeats, spawn_repeats = (3, 1) if args.quick else (10, 3)
+
+    start = time.perf_counter()
+    companion.launch(basics.first_all_reduce, world_size=1)  # starts the forkserver
+    first = time.perf_counter() - start
+    launch_times = basics.launch_overhead(tuple(args.sizes), repeats=repeats)
+
+    print(f"\ncores: {companion.launcher.cpu_cores()}   first launch of the session "
+          f"(starts the forkserver): {first:.2f} s")
+    print(f"{'ranks':>5} | {'launch median':>13} | {'launch max':>10} | "
+          f"{'mp.spawn median':>15} | {'speed-up':>8}")
+    print("-" * 64)
+    for n in args.sizes:
+        ours = statistics.median(launch_times[n])
+        theirs = statistics.median(spawn_once(n) for _ in range(spawn_repeats))
+        print(f"{n:>5} | {ours * 1000:>10.0f} ms | {max(launch_times[n]) * 1000:>7.0f} ms | "
+              f"{theirs * 1000:>12.0f} ms | {theirs / ours:>7.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

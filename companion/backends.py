@@ -1,0 +1,88 @@
+"""Which backend and how many ranks: the launcher's decisions, explained.
+
+Taught in notebook 00. ``backend="auto"`` picks NCCL only with one GPU per rank and
+says why it did not otherwise; CPU world sizes are bounded by the cores available.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["cpu_cores", "max_world_size", "choose_backend", "validate_launch",
+           "MAX_RANKS_PER_CORE"]
+
+MAX_RANKS_PER_CORE = 4  # beyond this, gloo ranks spend their time context-switching
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (respects taskset/cgroup affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS
+        return os.cpu_count() or 1
+
+
+def max_world_size() -> int:
+    """Largest CPU world size allowed: ``MAX_RANKS_PER_CORE`` per core, at least 8.
+
+    ``COMPANION_MAX_WORLD_SIZE`` overrides it for machines where you know better.
+    """
+    override = os.environ.get("COMPANION_MAX_WORLD_SIZE")
+    if override:
+        return int(override)
+    return max(8, MAX_RANKS_PER_CORE * cpu_cores())
+
+
+def _visible_gpus() -> int:
+    # The CPU wheel has no CUDA at all; asking NVML first keeps the CUDA runtime out of
+    # the notebook's process (its children must be the only ones to own GPUs).
+    if torch.version.cuda is None:
+        return 0
+    count_nvml = getattr(torch.cuda, "_device_count_nvml", None)
+    if count_nvml is not None:
+        n = count_nvml()
+        if n >= 0:
+            return n
+    return torch.cuda.device_count()
+
+
+def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
+    """Resolve ``backend`` ("auto", "gloo" or "nccl") and say why, as (backend, reason)."""
+    if backend not in ("auto", "gloo", "nccl"):
+        raise ValueError(f"backend={backend!r} is not one of 'auto', 'gloo', 'nccl'.")
+    gpus = _visible_gpus()
+    nccl = dist.is_nccl_available()
+    if backend == "nccl":
+        if not nccl:
+            raise ValueError("backend='nccl' asked for, but this torch build has no NCCL "
+                             "(a CPU wheel?); use backend='gloo' or 'auto'.")
+        if gpus < world_size:
+            raise ValueError(f"backend='nccl' needs one GPU per rank: {world_size} ranks but "
+                             f"{gpus} GPU(s) visible; use world_size<={gpus} or backend='gloo'.")
+        return "nccl", f"asked for; {gpus} GPU(s), rank r on cuda:r"
+    if backend == "gloo":
+        return "gloo", "asked for; ranks compute on CPU"
+    if gpus >= world_size and nccl:
+        return "nccl", f"{gpus} GPU(s) visible, one per rank (rank r on cuda:r)"
+    if torch.version.cuda is None:
+        return "gloo", "this torch build has no CUDA, so ranks compute on CPU"
+    if gpus == 0:
+        return "gloo", "no GPU visible, so ranks compute on CPU"
+    return "gloo", (f"only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, "
+                    "so ranks compute on CPU")
+
+
+def validate_launch(world_size, timeout, backend) -> None:
+    """ValueError naming the fix for a world size, timeout or backend that cannot work."""
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}.")
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    if backend != "nccl" and world_size > max_world_size():
+        raise ValueError(
+            f"world_size={world_size} is more ranks than this machine can run usefully: "
+            f"{cpu_cores()} CPU core(s) allow at most {max_world_size()} CPU ranks "
+            f"({MAX_RANKS_PER_CORE} per core). Use a smaller world_size, run under torchrun "
+            "on more machines, or set COMPANION_MAX_WORLD_SIZE if you know better.")
