@@ -1,0 +1,391 @@
+"""Megatron tensor parallelism and Megatron sequence parallelism, built from full modules.
+
+Taught in notebook 05 (``notebooks/05_tensor_parallelism.ipynb``).
+
+Shoeybi et al. (Megatron-LM, 2019) split the MLP's first linear by columns and the
+second by rows, so the only communication of a block is at the region's edges:
+
+* ``f`` (:class:`CopyToTensorParallelRegion`): identity forward, all-reduce backward;
+* ``g`` (:class:`ReduceFromTensorParallelRegion`): all-reduce forward, identity
+  backward. f and g are each other's duals.
+
+Korthikanti et al. (2022, "Reducing Activation Recomputation") keep the activations
+*between* TP regions (LayerNorm, residual, dropout) sharded along the sequence. Then
+the region starts with an all-gather along the sequence (backward: reduce-scatter) and
+ends with a reduce-scatter (backward: all-gather): the same bytes as the all-reduce
+they replace, since all-reduce = reduce-scatter + all-gather.
+
+Every parallel module is built *from the full single-process module* (``companion.models``)
+and keeps its parameter names, so a test can slice the reference's weights and
+gradients the same way and compare. Collectives go through ``companion.comm_log``.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import comm_log
+from .models import attention
+
+__all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
+           "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",
+           "f", "g", "sp_all_gather", "sp_reduce_scatter", "ColumnParallelLinear",
+           "RowParallelLinear", "ParallelMLP", "ParallelAttention", "ParallelBlock",
+           "shard_like", "allreduce_sequence_parallel_grads", "group_rank_size"]
+
+
+def group_rank_size(group=None) -> tuple[int, int]:
+    """(rank in ``group``, size of ``group``); (0, 1) outside a process group."""
+    if not dist.is_initialized():
+        return 0, 1
+    return dist.get_rank(group), dist.get_world_size(group)
+
+
+def _require_divisible(n: int, parts: int, what: str) -> None:
+    if n % parts:
+        raise ValueError(f"{what}={n} is not divisible by the tensor-parallel size {parts}; "
+                         f"choose a {what} that is a multiple of {parts} or use fewer ranks.")
+
+
+# --- the conjugate operators ---------------------------------------------------------
+
+class CopyToTensorParallelRegion(torch.autograd.Function):
+    """Megatron's ``f``: identity forward; backward all-reduces the partial input
+    gradients that each rank's column shard produced."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return comm_log.all_reduce(grad, ctx.group, label="f"), None
+
+
+class ReduceFromTensorParallelRegion(torch.autograd.Function):
+    """Megatron's ``g``: forward all-reduces the row shards' partial sums; backward is
+    the identity (every rank needs the same full output gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        return comm_log.all_reduce(x, group, label="g")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class GatherFromSequenceParallelRegion(torch.autograd.Function):
+    """Sequence parallelism's replacement for ``f``: all-gather the sequence shards
+    (dim 1) forward; reduce-scatter the gradient backward."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return comm_log.all_gather(x, 1, group, label="sp_gather")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return comm_log.reduce_scatter(grad, 1, ctx.group, label="sp_gather"), None
+
+
+class ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
+    """Sequence parallelism's replacement for ``g``: reduce-scatter the partial sums
+    along the sequence forward; all-gather the gradient backward."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return comm_log.reduce_scatter(x, 1, group, label="sp_scatter")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return comm_log.all_gather(grad, 1, ctx.group, label="sp_scatter"), None
+
+
+def f(x, group=None):
+    return CopyToTensorParallelRegion.apply(x, group)
+
+
+def g(x, group=None):
+    return ReduceFromTensorParallelRegion.apply(x, group)
+
+
+def sp_all_gather(x, group=None):
+    return GatherFromSequenceParallelRegion.apply(x, group)
+
+
+def sp_reduce_scatter(x, group=None):
+    return ReduceScatterToSequenceParallelRegion.apply(x, group)
+
+
+def _identity(x, group=None):
+    return x
+
+
+# --- sharding helpers ----------------------------------------------------------------
+
+def _slice(full: torch.Tensor, dim: int, chunks: int, rank: int, size: int) -> torch.Tensor:
+    """This rank's part of ``full``: ``dim`` is made of ``chunks`` equal blocks (3 for a
+    fused q|k|v projection) and each block is split across ranks separately."""
+    blocks = full.chunk(chunks, dim=dim)
+    return torch.cat([b.chunk(size, dim=dim)[rank] for b in blocks], dim=dim)
+
+
+def _param(t: torch.Tensor, spec) -> nn.Parameter:
+    p = nn.Parameter(t.detach().clone())
+    p.tp_shard = spec  # (dim, chunks) or None (replicated); read by shard_like
+    return p
+
+
+def shard_like(param: nn.Parameter, full: torch.Tensor, group=None) -> torch.Tensor:
+    """Slice a full tensor (the reference weight or its gradient) the way ``param`` is."""
+    spec = getattr(param, "tp_shard", None)
+    if spec is None:
+        return full
+    rank, size = group_rank_size(group)
+    return _slice(full, spec[0], spec[1], rank, size)
+
+
+class ColumnParallelLinear(nn.Module):
+    """``Y_i = X A_i``: rank i keeps output rows i of ``full.weight`` (columns of A in
+    the paper's ``XA`` notation). Its input must be the full activation, so it starts
+    with ``f`` (or, under sequence parallelism, an all-gather)."""
+
+    def __init__(self, full: nn.Linear, group=None, chunks: int = 1,
+                 sequence_parallel: bool = False, enter=None):
+        super().__init__()
+        rank, size = group_rank_size(group)
+        _require_divisible(full.out_features // chunks, size, "output features")
+        self.group = group
+        self.weight = _param(_slice(full.weight, 0, chunks, rank, size), (0, chunks))
+        self.bias = (_param(_slice(full.bias, 0, chunks, rank, size), (0, chunks))
+                     if full.bias is not None else None)
+        self.enter = enter or (sp_all_gather if sequence_parallel else f)
+
+    def forward(self, x):
+        return F.linear(self.enter(x, self.group), self.weight, self.bias)
+
+
+class RowParallelLinear(nn.Module):
+    """``Z = sum_i Y_i B_i``: rank i keeps input columns i of ``full.weight`` and
+    produces a partial sum, which ``g`` (or a reduce-scatter) adds up. The bias is
+    added once, after the sum."""
+
+    def __init__(self, full: nn.Linear, group=None, sequence_parallel: bool = False,
+                 leave=None):
+        super().__init__()
+        rank, size = group_rank_size(group)
+        _require_divisible(full.in_features, size, "input features")
+        self.group, self.size = group, size
+        self.weight = _param(_slice(full.weight, 1, 1, rank, size), (1, 1))
+        self.bias = _param(full.bias, None) if full.bias is not None else None
+        if self.bias is not None and sequence_parallel:
+            self.bias.sequence_parallel = True  # added on a sequence shard: partial grad
+        self.leave = leave or (sp_reduce_scatter if sequence_parallel else g)
+
+    def forward(self, x):
+        if self.size == 1:  # nothing to sum: fuse the bias like nn.Linear (bit-exact path)
+            return self.leave(F.linear(x, self.weight, self.bias), self.group)
+        y = self.leave(F.linear(x, self.weight), self.group)
+        return y + self.bias if self.bias is not None else y
+
+
+_MISTAKES = {None: (None, None), "swap_fg": (g, f), "drop_f": (_identity, None)}
+
+
+class ParallelMLP(nn.Module):
+    """fc1 column-parallel -> GELU (local, no communication) -> fc2 row-parallel.
+
+    ``mistake`` is for the notebook's demo only: ``"swap_fg"`` puts g where f belongs
+    and f where g belongs; ``"drop_f"`` forgets f (forward still right, input gradient
+    silently wrong).
+    """
+
+    def __init__(self, full, group=None, sequence_parallel: bool = False, mistake=None):
+        super().__init__()
+        if mistake not in _MISTAKES:
+            raise ValueError(f"mistake must be one of {list(_MISTAKES)}, got {mistake!r}.")
+        enter, leave = _MISTAKES[mistake]
+        _require_divisible(full.fc1.out_features, group_rank_size(group)[1], "d_ff")
+        self.fc1 = ColumnParallelLinear(full.fc1, group, sequence_parallel=sequence_parallel,
+                                        enter=enter)
+        self.fc2 = RowParallelLinear(full.fc2, group, sequence_parallel=sequence_parallel,
+                                     leave=leave)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class ParallelAttention(nn.Module):
+    """Heads split across ranks: the fused qkv projection column-parallel (q, k and v
+    blocks sliced separately so each rank gets whole heads), attention local, the output
+    projection row-parallel."""
+
+    def __init__(self, full, group=None, sequence_parallel: bool = False):
+        super().__init__()
+        size = group_rank_size(group)[1]
+        _require_divisible(full.n_heads, size, "n_heads")
+        self.local_heads, self.head_dim = full.n_heads // size, full.head_dim
+        self.qkv = ColumnParallelLinear(full.qkv, group, chunks=3,
+                                        sequence_parallel=sequence_parallel)
+        self.proj = RowParallelLinear(full.proj, group, sequence_parallel=sequence_parallel)
+
+    def forward(self, x):
+        qkv = self.qkv(x)  # [b, s, 3 * local_heads * head_dim], full sequence
+        b, s, _ = qkv.shape
+        q, k, v = (t.view(b, s, self.local_heads, self.head_dim).transpose(1, 2)
+                   for t in qkv.split(self.local_heads * self.head_dim, dim=-1))
+        y = attention(q, k, v, causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, s, -1))
+
+
+class ParallelBlock(nn.Module):
+    """A pre-LN transformer block with TP attention and MLP: 2 all-reduces forward and
+    2 backward; with ``sequence_parallel`` 2 all-gathers + 2 reduce-scatters each way,
+    and LayerNorms/residuals on ``[batch, seq/t, d]`` shards."""
+
+    def __init__(self, full, group=None, sequence_parallel: bool = False):
+        super().__init__()
+        self.sequence_parallel = sequence_parallel
+        self.ln1, self.ln2 = copy.deepcopy(full.ln1), copy.deepcopy(full.ln2)
+        for ln in (self.ln1, self.ln2):
+            for p in ln.parameters():
+                p.tp_shard = None
+                p.sequence_parallel = sequence_parallel
+        self.attn = ParallelAttention(full.attn, group, sequence_parallel)
+        self.mlp = ParallelMLP(full.mlp, group, sequence_parallel)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+def allreduce_sequence_parallel_grads(module: nn.Module, group=None) -> None:
+    """Sum the gradients of parameters used on sequence shards (LayerNorms, the row
+    layers' biases): each rank saw only its tokens. Megatron does the same."""
+    for p in module.parameters():
+        if getattr(p, "sequence_parallel", False) and p.grad is not None:
+            p.grad = comm_log.all_reduce(p.grad, group, label="sp_param_grads")
+
+
+# --- rank functions: compare with the single-process module (tests, notebook 05) ------
+
+def _max_diff(a, b) -> float:
+    return (a.detach().double() - b.detach().double()).abs().max().item()
+
+
+def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
+    from .models import Block
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        block = Block(d_model, n_heads, d_ff).to(dtype)
+    return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
+
+
+def _parallelize(ref, kind, group, sequence_parallel, mistake):
+    if kind == "mlp":
+        return ParallelMLP(ref, group, sequence_parallel, mistake=mistake)
+    if mistake is not None:
+        raise ValueError("the f/g mistake demo is built on the MLP only (kind='mlp').")
+    cls = ParallelAttention if kind == "attention" else ParallelBlock
+    return cls(ref, group, sequence_parallel)
+
+
+def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
+                           mistake: str | None = None, batch: int = 2, seq: int = 8,
+                           d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
+                           dtype: str = "float64", seed: int = 0, lr: float = 0.1) -> dict:
+    """Run one forward/backward/SGD step of the TP (or TP+SP) ``kind`` on this rank and
+    of the full single-process module, from the same weights and inputs.
+
+    Returns the largest differences (outputs, input gradient, weight gradients,
+    post-step weights) and the collectives issued, per phase.
+    """
+    dt = getattr(torch, dtype)
+    rank, size = group_rank_size()
+    if sequence_parallel:
+        _require_divisible(seq, size, "seq")
+    ref = _reference(kind, d_model, n_heads, d_ff, dt, seed)
+    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake)
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)
+    dy = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)  # a generic upstream grad
+
+    xr = x.clone().requires_grad_()
+    yr = ref(xr)
+    (yr * dy).sum().backward()
+
+    local = (lambda t: t.chunk(size, dim=1)[rank]) if sequence_parallel else (lambda t: t)
+    xt = local(x).clone().requires_grad_()
+    with comm_log.recording() as log:
+        yt = tp(xt)
+        (yt * local(dy)).sum().backward()
+    with comm_log.recording() as sp_log:
+        allreduce_sequence_parallel_grads(tp)
+
+    refp = dict(ref.named_parameters())
+    grad_diff = max(_max_diff(p.grad, shard_like(p, refp[n].grad)) for n, p in tp.named_parameters())
+    for module in (ref, tp):
+        with torch.no_grad():
+            for p in module.parameters():
+                p -= lr * p.grad
+    param_diff = max(_max_diff(p, shard_like(p, refp[n])) for n, p in tp.named_parameters())
+    return {"out": _max_diff(yt, local(yr)), "x_grad": _max_diff(xt.grad, local(xr.grad)),
+            "w_grad": grad_diff, "param": param_diff,
+            "forward": log.counts("forward"), "backward": log.counts("backward"),
+            "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
+            "sp_param_grads": sp_log.counts()}
+
+
+def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
+                        seed: int = 0) -> dict:
+    """The same MLP parallelised by ``torch.distributed.tensor.parallel``
+    (ColwiseParallel on fc1, RowwiseParallel on fc2, CPU device mesh) and by
+    :class:`ParallelMLP`: largest differences in output, input grad and weight grads."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
+    ours = ParallelMLP(copy.deepcopy(ref))
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    theirs = parallelize_module(copy.deepcopy(ref), mesh,
+                                {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed + 1))
+    results = []
+    for module in (ours, theirs):
+        xi = x.clone().requires_grad_()
+        y = module(xi)
+        y.pow(2).sum().backward()
+        grads = {n: (p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad)
+                 for n, p in module.named_parameters()}
+        results.append((y, xi.grad, grads))
+    (y0, gx0, w0), (y1, gx1, w1) = results
+    return {"out": _max_diff(y0, y1), "x_grad": _max_diff(gx0, gx1),
+            "w_grad": max(_max_diff(w0[n], w1[n]) for n in w0),
+            "dtensor_types": sorted({type(p).__name__ for p in theirs.parameters()})}
+
+
+def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int = 0) -> dict:
+    """Forward and backward of a TP MLP whose region edges are ``enter``/``leave``
+    (``None``: the package's f and g). For exercises: pass your own g as ``leave``;
+    each is called as ``fn(x, group)``."""
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float64, seed)
+    mlp = ParallelMLP(ref)
+    if enter is not None:
+        mlp.fc1.enter = enter
+    if leave is not None:
+        mlp.fc2.leave = leave
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(2, 8, d_model, generator=gen, dtype=torch.float64, requires_grad=True)
+    y = mlp(x)
+    (y * torch.randn(y.shape, generator=gen, dtype=y.dtype)).sum().backward()
+    return {"out": y.detach(), "x_grad": x.grad, "fc1_grad": mlp.fc1.weight.grad,
+            "fc2_grad": mlp.fc2.weight.grad}

@@ -1,0 +1,112 @@
+"""Megatron TP and TP+SP modules equal the single-process modules (notebook 05)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import companion
+from companion import comm_log
+from companion.tensor_parallel import (compare_with_reference, dtensor_mlp_compare, f, g,
+                                       run_mlp)
+
+# float64 throughout: at world size > 1 the all-reduce adds the ranks' partial matmuls in
+# a different order than one full matmul does. Each float64 rounding is ~1.1e-16 relative,
+# activations are O(1) and a sum has at most d_ff=64 terms, so differences stay far
+# below 1e-12 (measured: <= 4e-15); a real bug (a missing f/g) gives errors of O(0.1).
+TOL = 1e-12
+
+
+KINDS = ["mlp", "attention", "block"]
+
+
+def _all_configs():
+    """Every kind with and without SP in one launch (one launch costs ~0.2-1 s)."""
+    return {(kind, sp): compare_with_reference(kind=kind, sequence_parallel=sp)
+            for kind in KINDS for sp in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {n: companion.launch(_all_configs, world_size=n) for n in (1, 2, 4)}
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 4])
+def test_matches_single_process(runs, world_size):
+    for per_rank in runs[world_size]:
+        for config, r in per_rank.items():
+            for key in ("out", "x_grad", "w_grad", "param"):
+                if world_size == 1:
+                    assert r[key] == 0.0, (config, key, r[key])  # no reduction: bit-exact
+                else:
+                    assert r[key] <= TOL, (config, key, r[key])
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_collective_counts_and_bytes(runs, world_size):
+    expect_layers = {"mlp": 1, "attention": 1, "block": 2}
+    for kind, n in expect_layers.items():
+        tp = runs[world_size][0][(kind, False)]
+        sp = runs[world_size][0][(kind, True)]
+        # Megatron: one all-reduce forward (g) and one backward (f) per MLP/attention.
+        assert tp["forward"] == {"all_reduce": n} and tp["backward"] == {"all_reduce": n}
+        # Korthikanti et al.: each all-reduce becomes an all-gather + a reduce-scatter.
+        assert sp["forward"] == {"all_gather": n, "reduce_scatter": n}
+        assert sp["backward"] == {"all_gather": n, "reduce_scatter": n}
+        # ... with the same bytes on the wire (all-reduce = reduce-scatter + all-gather).
+        assert sp["forward_bytes"] == pytest.approx(tp["forward_bytes"])
+        assert sp["backward_bytes"] == pytest.approx(tp["backward_bytes"])
+        b, s, d, item = 2, 8, 16, 8
+        ring = 2 * (world_size - 1) / world_size
+        assert tp["forward_bytes"] == pytest.approx(n * ring * b * s * d * item)
+
+
+def test_block_sequence_parallel_param_grads_are_allreduced(runs):
+    # 2 LayerNorms x (weight, bias) + the two row-parallel biases were used on shards.
+    assert runs[2][0][("block", True)]["sp_param_grads"] == {"all_reduce": 6}
+
+
+@pytest.mark.parametrize("kind,kwargs,word", [
+    ("attention", {"n_heads": 4}, "n_heads"),
+    ("mlp", {"d_ff": 66}, "d_ff"),
+    ("block", {"seq": 9, "sequence_parallel": True}, "seq"),
+])
+def test_indivisible_shapes_raise_value_error(kind, kwargs, word):
+    with pytest.raises(companion.LaunchError, match=f"ValueError: {word}=.*not divisible"):
+        companion.launch(compare_with_reference, world_size=3 if word == "n_heads" else 4,
+                         kind=kind, **kwargs)
+
+
+def test_fg_mistakes_are_detected():
+    swap = companion.launch(compare_with_reference, world_size=2, kind="mlp", mistake="swap_fg")[0]
+    assert swap["out"] > 1e-3 and swap["x_grad"] > 1e-3
+    drop = companion.launch(compare_with_reference, world_size=2, kind="mlp", mistake="drop_f")[0]
+    # Forgetting f leaves the forward pass and the weight gradients right ...
+    assert drop["out"] <= TOL and drop["w_grad"] <= TOL
+    # ... but the input gradient is only this rank's partial sum, and nothing is sent back.
+    assert drop["x_grad"] > 1e-3 and drop["backward"] == {}
+
+
+def test_same_as_torch_colwise_rowwise_parallel():
+    for r in companion.launch(dtensor_mlp_compare, world_size=2):
+        # float32; DTensor and we sum partial products in possibly different orders.
+        assert r["out"] < 1e-5 and r["x_grad"] < 1e-5 and r["w_grad"] < 1e-5
+        assert r["dtensor_types"] == ["DTensor"]
+
+
+def test_run_mlp_with_package_g_matches_default():
+    a = companion.launch(run_mlp, world_size=2)
+    b = companion.launch(run_mlp, world_size=2, enter=f, leave=g)
+    for x, y in zip(a, b):
+        assert all(torch.equal(x[k], y[k]) for k in x)
+
+
+def test_comm_log_single_process():
+    x = torch.ones(4, 3)
+    with comm_log.recording() as log:
+        y = comm_log.all_reduce(x)
+        z = comm_log.all_gather(x, 0)
+    assert torch.equal(y, x) and torch.equal(z, x)
+    assert log.counts() == {"all_reduce": 1, "all_gather": 1}
+    assert log.bytes() == 0 and log.bytes(wire=False) == 96
+    with pytest.raises(ValueError, match="one input per rank"):
+        comm_log.all_to_all([x, x])
