@@ -1,0 +1,314 @@
+"""Synchronous SGD, Delayed Gradient Averaging (with and without its correction) and
+local SGD / FedAvg, on real ranks behind an emulated high-latency link.
+
+Taught in notebook 08 (``notebooks/08_delayed_gradient_averaging.ipynb``), after L20
+p.65-74 and Zhu et al., "Delayed Gradient Averaging" (NeurIPS 2021). The lecture's
+pseudocode, and where each line lives below (:func:`run_worker`)::
+
+    for i in range(steps):
+        g = grad(net, data)                  # g = grad_fn(w, i)
+        send(g, id=i)                        # comm.all_reduce(g.clone(), AVG): returns at once
+        G[i] = g                             # in_flight.append((g, work))
+        avg_g = recv(id=i - D)               # work_then.wait(): blocks only if not yet arrived
+        W = W - lr * (g - G[i - D] + avg_g)  # dga_update(g, g_then, avg_then)
+
+Before step ``D`` nothing has arrived; the pseudocode's missing ``G[i - D]`` and
+``avg_g`` are zeros, so corrected DGA takes local steps and uncorrected ("stale")
+averaging does not move. With ``D = 0`` the message is awaited at once and
+``(g - g) + avg == avg`` exactly, so DGA is bit-for-bit synchronous SGD.
+
+The parameters are one flat vector ``w`` (one message per step, like DDP's buckets
+merged into one); :func:`simulate` is the single-process reference that plays all
+workers in one loop.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from .data import digits_batch, load_digits
+from .experiments import experiment
+from .latency import DelayedComm
+from .models import TinyMLP
+from .runtime import rank, world_size
+
+__all__ = ["ALGORITHMS", "dga_update", "stale_update", "run_worker", "simulate",
+           "digits_split", "mlp_problem", "quadratic_grad_fn", "train", "toy_train",
+           "sweep", "overlap_fraction"]
+
+ALGORITHMS = ("sync", "dga", "fedavg")
+N_TRAIN = 1440  # divisible by common batch sizes; the other 357 digits are held out
+
+
+def dga_update(g_now: torch.Tensor, g_then: torch.Tensor, avg_then: torch.Tensor) -> torch.Tensor:
+    """DGA's corrected update direction: ``g_i - g_{i-D} + avg_{i-D}`` (L20 p.72).
+
+    Swapping this worker's stale local gradient for its fresh one keeps the step close
+    to the synchronous ``avg_i`` (the terms differ only by how the *other* workers'
+    gradients changed in D steps). Evaluated left to right: ``(g - g) + avg`` is exactly
+    ``avg`` when D = 0.
+    """
+    return (g_now - g_then) + avg_then
+
+
+def stale_update(g_now, g_then, avg_then):
+    """Plain stale averaging: apply the average from D steps ago as it is."""
+    return avg_then
+
+
+def lr_at(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
+    """Learning rate of ``step``: constant, or cosine-decayed to zero over ``steps``.
+
+    A decay matters here: DGA's corrected step adds two local (16-sample) gradients to
+    the average, so it is noisier than synchronous SGD; a decaying rate averages that
+    noise out, as any real training run would.
+    """
+    if schedule == "constant":
+        return lr
+    if schedule == "cosine":
+        return 0.5 * lr * (1 + math.cos(math.pi * step / steps))
+    raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}.")
+
+
+def _check(algorithm, steps, lr, delay, local_steps):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"steps must be an integer >= 1, got {steps!r}.")
+    if not (isinstance(delay, int) and delay >= 0):
+        raise ValueError(f"delay D must be an integer >= 0 (0 is synchronous SGD), got {delay!r}.")
+    if not (isinstance(local_steps, int) and local_steps >= 1):
+        raise ValueError(f"local_steps K must be an integer >= 1, got {local_steps!r}.")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}.")
+
+
+def run_worker(grad_fn: Callable, w: torch.Tensor, comm: DelayedComm, *, algorithm: str,
+               steps: int, lr: float, delay: int = 0, local_steps: int = 1,
+               update_rule: Callable = dga_update, compute_s: float = 0.0,
+               schedule: str = "constant", keep_history: bool = False) -> dict:
+    """Train this rank's flat parameters ``w`` (updated in place) for ``steps`` steps.
+
+    ``grad_fn(w, step) -> (gradient, loss)``. ``compute_s`` pads each step's compute to
+    at least that many seconds with a sleep: an emulated accelerator step, so that a
+    timing experiment is not at the mercy of 4 ranks sharing 2 cores (the notebook
+    labels it). Returns the step timeline (``perf_counter`` seconds), the messages'
+    timestamps, the losses and, with ``keep_history``, every gradient and average.
+    """
+    _check(algorithm, steps, lr, delay, local_steps)
+    in_flight: deque = deque()
+    zeros = torch.zeros_like(w)
+    steps_log, works, losses = [], [], []
+    history = {"g": [], "avg": []}
+    for i in range(steps):
+        t_compute = time.perf_counter()
+        g, loss = grad_fn(w, i)
+        if compute_s > 0:
+            time.sleep(max(0.0, t_compute + compute_s - time.perf_counter()))
+        t_sent = time.perf_counter()
+        if algorithm == "sync":
+            work = comm.all_reduce(g.clone(), op=dist.ReduceOp.AVG, tag=i)
+            works.append(work)
+            update = work.wait()
+            history["avg"].append(update)
+        elif algorithm == "dga":
+            work = comm.all_reduce(g.clone(), op=dist.ReduceOp.AVG, tag=i)
+            works.append(work)
+            in_flight.append((g, work))
+            if i >= delay:
+                g_then, work_then = in_flight.popleft()
+                avg_then = work_then.wait()
+                history["avg"].append(avg_then)
+                update = update_rule(g, g_then, avg_then)
+            else:
+                update = update_rule(g, zeros, zeros)
+        else:
+            update = g
+        w.add_(update, alpha=-lr_at(lr, i, steps, schedule))
+        if algorithm == "fedavg" and (i + 1) % local_steps == 0:
+            work = comm.all_reduce(w.clone(), op=dist.ReduceOp.AVG, tag=i)
+            works.append(work)
+            w.copy_(work.wait())
+        steps_log.append({"step": i, "compute": (t_compute, t_sent),
+                          "wait": (t_sent, time.perf_counter())})
+        losses.append(loss)
+        if keep_history:
+            history["g"].append(g)
+    out = {"steps": steps_log, "works": works, "losses": losses}
+    if keep_history:
+        out["history"] = history
+    return out
+
+
+def simulate(grad_fns: list, w0: torch.Tensor, *, algorithm: str, steps: int, lr: float,
+             delay: int = 0, local_steps: int = 1, update_rule: Callable = dga_update,
+             schedule: str = "constant") -> list[torch.Tensor]:
+    """Single-process reference: every worker in one loop, averages by ``stack().mean()``.
+
+    ``grad_fns[r](w, step) -> (gradient, loss)`` is worker r's gradient. Returns each
+    worker's final parameters.
+    """
+    _check(algorithm, steps, lr, delay, local_steps)
+    n = len(grad_fns)
+    ws = [w0.clone() for _ in range(n)]
+    gs_hist, avg_hist = [], []
+    for i in range(steps):
+        gs = [grad_fns[r](ws[r], i)[0] for r in range(n)]
+        avg = torch.stack(gs).mean(0)
+        gs_hist.append(gs)
+        avg_hist.append(avg)
+        for r in range(n):
+            if algorithm == "sync":
+                update = avg
+            elif algorithm == "dga":
+                if i >= delay:
+                    update = update_rule(gs[r], gs_hist[i - delay][r], avg_hist[i - delay])
+                else:
+                    update = update_rule(gs[r], torch.zeros_like(avg), torch.zeros_like(avg))
+            else:
+                update = gs[r]
+            ws[r].add_(update, alpha=-lr_at(lr, i, steps, schedule))
+        if algorithm == "fedavg" and (i + 1) % local_steps == 0:
+            mean = torch.stack(ws).mean(0)
+            ws = [mean.clone() for _ in range(n)]
+    return ws
+
+
+def digits_split():
+    """``(train, test)`` digits tensors: 1440 training samples, 357 held out.
+
+    The split is a fixed random permutation: the file is ordered by writer, so its last
+    rows would make a test set of unseen writers rather than unseen digits.
+    """
+    x, y = load_digits()
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    train, test = perm[:N_TRAIN], perm[N_TRAIN:]
+    return (x[train], y[train]), (x[test], y[test])
+
+
+def mlp_problem(rank_: int, world_size_: int, *, batch_size: int = 64, seed: int = 0,
+                hidden: int = 128):
+    """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches."""
+    train_data, (x_test, y_test) = digits_split()
+    model = TinyMLP(hidden=hidden, seed=seed)
+    params = list(model.parameters())
+
+    def grad_fn(w, step):
+        vector_to_parameters(w, params)
+        x, y = digits_batch(step, batch_size, rank_, world_size_, seed=seed, data=train_data)
+        loss = F.cross_entropy(model(x), y)
+        return parameters_to_vector(torch.autograd.grad(loss, params)), loss.item()
+
+    def accuracy_fn(w):
+        vector_to_parameters(w, params)
+        with torch.no_grad():
+            return (model(x_test).argmax(1) == y_test).float().mean().item()
+
+    return grad_fn, parameters_to_vector(params).detach().clone(), accuracy_fn
+
+
+def quadratic_grad_fn(rank_: int, dim: int = 8):
+    """A deterministic toy: worker r minimises ``0.5 * sum(a_r * (w - c_r(step))**2)``."""
+    gen = torch.Generator().manual_seed(1234 + rank_)
+    a = torch.rand(dim, generator=gen) + 0.5
+    c = torch.randn(dim, generator=gen)
+
+    def grad_fn(w, step):
+        target = c * math.cos(0.3 * step)  # a moving target, so stale gradients matter
+        return a * (w - target), float(0.5 * (a * (w - target) ** 2).sum())
+
+    return grad_fn
+
+
+def overlap_fraction(result: dict) -> float:
+    """Share of the messages' flight time (real done -> delivered) during which this rank
+    was computing: ~0 for synchronous SGD, close to 1 when the delay is hidden."""
+    busy = [s["compute"] for s in result["steps"]]
+    flight = hidden = 0.0
+    for m in result["messages"]:
+        a, b = m["submitted_at"], min(m["ready_at"], result["end"])
+        if b <= a:
+            continue
+        flight += b - a
+        hidden += sum(max(0.0, min(b, c1) - max(a, c0)) for c0, c1 in busy)
+    return hidden / flight if flight else 0.0
+
+
+def _finish(out, t0, t_end, accuracy, timeline):
+    result = {"accuracy": accuracy, "losses": out["losses"],
+              "seconds_per_step": (t_end - t0) / len(out["steps"])}
+    if timeline:
+        result["steps"] = [{"step": s["step"], "compute": tuple(t - t0 for t in s["compute"]),
+                            "wait": tuple(t - t0 for t in s["wait"])} for s in out["steps"]]
+        result["messages"] = [w.record(t0) for w in out["works"]]
+        result["end"] = t_end - t0
+        result["overlap"] = overlap_fraction(result)
+    return result
+
+
+def _summarize(results) -> str:
+    r = results[0]
+    acc = sum(x["accuracy"] for x in results) / len(results)
+    return (f"mean test accuracy over {len(results)} ranks: {100 * acc:.2f} %, "
+            f"{1e3 * r['seconds_per_step']:.2f} ms per step")
+
+
+@experiment("dga_train", summarize=_summarize)
+def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected: bool = True,
+          local_steps: int = 10, lr: float = 0.3, schedule: str = "cosine",
+          batch_size: int = 64, seed: int = 0,
+          alpha_ms: float = 0.0, bandwidth_mbps: float = math.inf, compute_ms: float = 0.0,
+          hidden: int = 128, update_rule: Callable | None = None, timeline: bool = False,
+          return_params: bool = False, group=None) -> dict:
+    """Train TinyMLP on digits on this rank with ``algorithm`` behind an emulated link.
+
+    ``alpha_ms``/``bandwidth_mbps`` set the link (latency, megabits per second);
+    ``compute_ms`` pads each step to an emulated device time. Returns this rank's test
+    accuracy, losses, seconds per step and (``timeline=True``) its recorded timeline.
+    """
+    if update_rule is None:
+        update_rule = dga_update if corrected else stale_update
+    grad_fn, w, accuracy_fn = mlp_problem(rank(), world_size(), batch_size=batch_size,
+                                          seed=seed, hidden=hidden)
+    beta = bandwidth_mbps * 1e6 / 8
+    with DelayedComm(alpha_ms / 1e3, beta, group=group) as comm:
+        dist.barrier(group=comm.group)  # start the clocks together
+        t0 = time.perf_counter()
+        out = run_worker(grad_fn, w, comm, algorithm=algorithm, steps=steps, lr=lr,
+                         delay=delay, local_steps=local_steps, update_rule=update_rule,
+                         compute_s=compute_ms / 1e3, schedule=schedule)
+        t_end = time.perf_counter()
+    result = _finish(out, t0, t_end, accuracy_fn(w), timeline)
+    if return_params:
+        result["w"] = w
+    return result
+
+
+@experiment("dga_toy")
+def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: float = 0.1,
+              local_steps: int = 3, corrected: bool = True, dim: int = 8,
+              update_rule: Callable | None = None) -> dict:
+    """The quadratic toy on this rank (no latency): final ``w`` plus every g and average."""
+    if update_rule is None:
+        update_rule = dga_update if corrected else stale_update
+    w = torch.zeros(dim)
+    with DelayedComm() as comm:
+        out = run_worker(quadratic_grad_fn(rank(), dim), w, comm, algorithm=algorithm,
+                         steps=steps, lr=lr, delay=delay, local_steps=local_steps,
+                         update_rule=update_rule, keep_history=True)
+    return {"w": w, "g": torch.stack(out["history"]["g"]),
+            "avg": torch.stack(out["history"]["avg"]) if out["history"]["avg"]
+            else torch.zeros(0, dim)}
+
+
+def sweep(*, runs: list[dict]) -> list[dict]:
+    """Run several :func:`train` configurations in one launch (one shared process group)."""
+    group = dist.new_group(backend="gloo")
+    return [train(group=group, **cfg) for cfg in runs]

@@ -1,0 +1,233 @@
+"""Emulated network latency and bandwidth for real collectives, run on a communication thread.
+
+Taught in notebook 08 (``notebooks/08_delayed_gradient_averaging.ipynb``).
+
+Our ranks talk over loopback, where a message arrives in microseconds; the lecture's
+problem (L20 p.19-22, p.62-68) is a link where it takes tens or hundreds of
+milliseconds. :class:`DelayedComm` puts such a link between the ranks, honestly:
+
+* every operation (an all-reduce, a send, a receive) is **really performed** by a
+  communication thread owned by the rank, on a process group of its own, in the order
+  the rank submitted them (all ranks submit in the same order, as collectives demand);
+* once the real operation has finished, the result is **withheld** until
+  ``alpha + bytes / beta`` seconds have passed: ``alpha`` is the link's latency and
+  ``beta`` its bandwidth in bytes per second. Transmissions share the link, so a message
+  waits for the previous one's ``bytes / beta`` (bandwidth serialises), while latencies of
+  messages in flight overlap (a long link holds several messages at once);
+* :meth:`DelayedWork.wait` blocks until then; the caller may compute meanwhile, so the
+  delay overlaps with compute exactly when the algorithm lets it.
+
+Limits, stated so nobody over-reads the numbers:
+
+* the real loopback time of the operation is *added* to the emulated delay (the delay
+  starts when the real operation completes, which is also when the slowest rank has
+  joined it); on loopback that adds well under a millisecond for our message sizes;
+* one ``alpha`` is charged per operation, whatever its algorithm: a ring all-reduce on
+  a real wide-area network pays ``2 (N - 1)`` latencies, which you can emulate by
+  passing a larger ``alpha``;
+* ranks share this machine's cores, so compute can be slowed by the other ranks; the
+  emulated delay is a wait, and costs no CPU;
+* time is ``time.perf_counter`` (``CLOCK_MONOTONIC`` on Linux), shared by all processes
+  on one machine, so timelines from different ranks line up.
+
+:func:`modeled_step_times` is the matching closed-form schedule (compute ``C`` per step,
+one message of latency ``L`` per step), used by the notebook and its widget to put
+theory next to the measurement.
+"""
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["DelayedComm", "DelayedWork", "modeled_step_times", "link_delay",
+           "great_circle_km", "SPEED_OF_LIGHT_KM_S", "FIBRE_INDEX"]
+
+SPEED_OF_LIGHT_KM_S = 299_792.458
+FIBRE_INDEX = 1.468  # group index of standard single-mode fibre at 1550 nm (ITU G.652)
+EARTH_RADIUS_KM = 6371.0  # mean radius; the great-circle error is below 0.5 %
+
+
+def link_delay(nbytes: int, alpha_s: float, beta_bytes_s: float = math.inf) -> float:
+    """Seconds for one message of ``nbytes`` on an idle link: ``alpha + bytes / beta``."""
+    _check_link(alpha_s, beta_bytes_s)
+    return alpha_s + nbytes / beta_bytes_s
+
+
+def great_circle_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Haversine distance in km between two (latitude, longitude) points in degrees."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(a))
+
+
+def _check_link(alpha_s, beta_bytes_s):
+    if not alpha_s >= 0:
+        raise ValueError(f"alpha (latency) must be >= 0 seconds, got {alpha_s!r}.")
+    if not beta_bytes_s > 0:
+        raise ValueError(f"beta (bandwidth) must be > 0 bytes/s (math.inf for an unlimited "
+                         f"link), got {beta_bytes_s!r}.")
+
+
+class DelayedWork:
+    """Handle of one emulated operation: like ``dist.Work``, but with a delivery time.
+
+    Timestamps (``perf_counter`` seconds, ``nan`` until known): ``submitted_at`` when
+    the rank handed it over, ``real_done_at`` when the real operation finished,
+    ``ready_at`` when the emulated link delivers it, ``consumed_at`` when
+    :meth:`wait` returned.
+    """
+
+    def __init__(self, tensor: torch.Tensor, tag=None):
+        self.tensor, self.tag = tensor, tag
+        self.nbytes = tensor.numel() * tensor.element_size()
+        self.submitted_at = time.perf_counter()
+        self.real_done_at = self.ready_at = self.consumed_at = math.nan
+        self.error: BaseException | None = None
+        self._real_done = threading.Event()
+
+    def is_completed(self) -> bool:
+        """True once the data has arrived (never before ``ready_at``)."""
+        return self._real_done.is_set() and time.perf_counter() >= self.ready_at
+
+    def wait(self, timeout: float | None = 60.0) -> torch.Tensor:
+        """Block until the data has arrived; return the result tensor."""
+        if not self._real_done.wait(timeout):
+            raise TimeoutError(f"operation {self.tag!r} did not complete within {timeout} s "
+                               "(did every rank submit the same operations in the same order?)")
+        if self.error is not None:
+            raise RuntimeError(f"emulated operation {self.tag!r} failed") from self.error
+        remaining = self.ready_at - time.perf_counter()
+        if remaining > 0:
+            time.sleep(remaining)
+        if math.isnan(self.consumed_at):
+            self.consumed_at = time.perf_counter()
+        return self.tensor
+
+    def record(self, t0: float = 0.0) -> dict:
+        """The timestamps relative to ``t0``, for timelines."""
+        return {"tag": self.tag, "nbytes": self.nbytes,
+                **{k: getattr(self, k) - t0 for k in
+                   ("submitted_at", "real_done_at", "ready_at", "consumed_at")}}
+
+
+class DelayedComm:
+    """A rank's communication thread with an emulated link of latency ``alpha_s`` and
+    bandwidth ``beta_bytes_s`` (see the module docstring for the model and its limits).
+
+    Construct it on every rank at the same point (it creates a process group, a
+    collective call); use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, alpha_s: float = 0.0, beta_bytes_s: float = math.inf, group=None):
+        _check_link(alpha_s, beta_bytes_s)
+        self.alpha_s, self.beta_bytes_s = float(alpha_s), float(beta_bytes_s)
+        # A private group: the main thread may run its own collectives (a barrier, an
+        # evaluation) on the default group without interleaving with ours.
+        self.group = group if group is not None else dist.new_group(backend="gloo")
+        self._queue: queue.Queue = queue.Queue()
+        self._link_free_at = 0.0
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="delayed-comm", daemon=True)
+        self._thread.start()
+
+    # -- the communication thread -------------------------------------------------
+    def _serve(self):
+        failed: BaseException | None = None
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            work, operation = item
+            if failed is None:
+                try:
+                    operation(work.tensor)
+                except BaseException as exc:  # noqa: BLE001 - handed to the waiting rank
+                    failed = exc
+            work.error = failed
+            work.real_done_at = time.perf_counter()
+            # Bandwidth serialises transmissions on the link; latency is paid in parallel.
+            tx_start = max(work.real_done_at, self._link_free_at)
+            self._link_free_at = tx_start + work.nbytes / self.beta_bytes_s
+            work.ready_at = self._link_free_at + self.alpha_s
+            work._real_done.set()
+
+    def submit(self, operation: Callable[[torch.Tensor], None], tensor: torch.Tensor,
+               tag=None) -> DelayedWork:
+        """Run ``operation(tensor)`` (in place) on the communication thread; return at once."""
+        if self._closed:
+            raise RuntimeError("this DelayedComm is closed; create a new one.")
+        work = DelayedWork(tensor, tag)
+        self._queue.put((work, operation))
+        return work
+
+    def all_reduce(self, tensor: torch.Tensor, op=dist.ReduceOp.SUM, tag=None) -> DelayedWork:
+        """Asynchronous all-reduce of ``tensor`` (in place) through the emulated link.
+
+        ``op=ReduceOp.AVG`` averages (gloo computes the sum, then divides by the world size).
+        """
+        group = self.group
+        return self.submit(lambda t: dist.all_reduce(t, op=op, group=group), tensor, tag)
+
+    def send(self, tensor: torch.Tensor, dst: int, tag=None) -> DelayedWork:
+        """Asynchronous send; the matching :meth:`recv` delivers ``alpha + bytes/beta`` late."""
+        group = self.group
+        return self.submit(lambda t: dist.send(t, dst=dst, group=group), tensor, tag)
+
+    def recv(self, tensor: torch.Tensor, src: int, tag=None) -> DelayedWork:
+        """Asynchronous receive into ``tensor``; :meth:`DelayedWork.wait` returns it when
+        the emulated link has delivered it."""
+        group = self.group
+        return self.submit(lambda t: dist.recv(t, src=src, group=group), tensor, tag)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Finish the real operations already submitted (not their emulated delays), stop."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def modeled_step_times(algorithm: str, steps: int, compute_s: float, latency_s: float,
+                       delay: int = 0, local_steps: int = 1) -> list[tuple[float, float, float]]:
+    """Closed-form schedule of one worker: ``(compute_start, compute_end, update_at)`` per step.
+
+    Every step computes for ``compute_s``; a message takes ``latency_s`` to arrive.
+
+    * ``"sync"``: send, wait for the average, update (step time ``C + L``);
+    * ``"dga"``: the average of step ``i`` is applied at step ``i + delay``; step ``i``
+      updates when both its compute and message ``i - delay`` are done (steady state
+      ``max(C, (C + L) / (delay + 1))``);
+    * ``"fedavg"``: ``local_steps`` local updates, then a blocking model average
+      (``C + L / K`` per step).
+    """
+    if steps < 1 or compute_s < 0 or latency_s < 0 or delay < 0 or local_steps < 1:
+        raise ValueError("need steps >= 1, compute_s >= 0, latency_s >= 0, delay >= 0 and "
+                         "local_steps >= 1.")
+    if algorithm not in ("sync", "dga", "fedavg"):
+        raise ValueError(f"algorithm must be 'sync', 'dga' or 'fedavg', got {algorithm!r}.")
+    out, t, sent = [], 0.0, []
+    for i in range(steps):
+        end = t + compute_s
+        if algorithm == "sync":
+            update = end + latency_s
+        elif algorithm == "fedavg":
+            update = end + (latency_s if (i + 1) % local_steps == 0 else 0.0)
+        else:
+            sent.append(end)
+            update = max(end, sent[i - delay] + latency_s) if i >= delay else end
+        out.append((t, end, update))
+        t = update
+    return out
