@@ -1,0 +1,165 @@
+"""The latency-bandwidth (alpha-beta) cost model of collectives, fitted on this machine.
+
+Taught in notebook 02 (``notebooks/02_parameter_server_vs_allreduce.ipynb``); the
+hybrid-parallelism planner reuses :func:`predict_time`.
+
+A message of n bytes costs ``alpha + n / beta``: alpha (seconds) is the latency paid per
+message however small, beta (bytes/s) the bandwidth. An algorithm runs in rounds; in
+each round every rank sends and receives at once, so a round costs alpha plus the
+busiest rank's bytes over beta. Summed over rounds, every all-reduce is
+``T(n) = a * alpha + b * n / beta`` for a tensor of n bytes, with (a, b) from
+:func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for ring, tree and
+recursive halving/doubling). Computation (the additions) is left out; on a CPU it is
+not free, and notebook 02 shows where that shows.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .collectives import ALL_REDUCE_ALGORITHMS
+from .experiments import experiment
+
+__all__ = ["fit_alpha_beta", "coefficients", "predict_time", "crossover_bytes",
+           "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
+
+ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_halving_doubling",
+              "reduce_scatter+all_gather")
+
+
+def fit_alpha_beta(nbytes, seconds) -> tuple[float, float]:
+    """Fit ``seconds = alpha + nbytes / beta``; returns ``(alpha [s], beta [bytes/s])``.
+
+    Least squares on *relative* error (each point weighted by 1/seconds): the sizes span
+    orders of magnitude, and unweighted residuals would let the largest messages decide
+    alone, leaving alpha to noise.
+    """
+    n = np.asarray(nbytes, dtype=float)
+    t = np.asarray(seconds, dtype=float)
+    if n.shape != t.shape or n.ndim != 1:
+        raise ValueError("nbytes and seconds must be 1-D sequences of the same length.")
+    if len(np.unique(n)) < 2:
+        raise ValueError("need timings for at least two different message sizes to fit "
+                         "alpha and beta; measure more sizes.")
+    if (n < 0).any() or (t <= 0).any():
+        raise ValueError("message sizes must be >= 0 bytes and times > 0 seconds.")
+    design = np.stack([np.ones_like(n), n], axis=1) / t[:, None]
+    (alpha, slope), *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
+    if slope <= 0:
+        raise ValueError("time does not grow with message size in these measurements; "
+                         "measure larger messages (>= 1 MB) so bandwidth shows.")
+    return max(float(alpha), 0.0), float(1.0 / slope)
+
+
+def coefficients(algorithm: str, world_size: int) -> tuple[float, float]:
+    """``(a, b)`` with ``T(n) = a * alpha + b * n / beta`` for an all-reduce of n bytes."""
+    n = world_size
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}.")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {ALGORITHMS}.")
+    if n == 1:
+        return 0.0, 0.0
+    log2 = math.ceil(math.log2(n))
+    if algorithm == "parameter_server":  # push round, pull round; the server's link carries N-1 each
+        return 2.0, 2.0 * (n - 1)
+    if algorithm == "naive":  # one round; every link carries N-1 tensors
+        return 1.0, float(n - 1)
+    if algorithm == "tree":  # binomial reduce then broadcast, a whole tensor per round
+        return 2.0 * log2, 2.0 * log2
+    if algorithm in ("ring", "reduce_scatter+all_gather"):
+        return 2.0 * (n - 1), 2.0 * (n - 1) / n
+    p = 1 << (n.bit_length() - 1)  # recursive halving/doubling on the largest power of two
+    a, b = 2.0 * math.log2(p), 2.0 * (p - 1) / p
+    if p != n:  # fold the extra ranks in and out: one whole tensor each way
+        a, b = a + 2.0, b + 2.0
+    return a, b
+
+
+def predict_time(algorithm: str, nbytes: float, world_size: int, alpha: float,
+                 beta: float) -> float:
+    """Predicted seconds for ``algorithm`` to all-reduce ``nbytes`` on ``world_size`` ranks."""
+    if nbytes < 0 or alpha < 0 or beta <= 0:
+        raise ValueError("need nbytes >= 0, alpha >= 0 (seconds) and beta > 0 (bytes/s).")
+    a, b = coefficients(algorithm, world_size)
+    return a * alpha + b * nbytes / beta
+
+
+def crossover_bytes(first: str, second: str, world_size: int, alpha: float,
+                    beta: float) -> float | None:
+    """Message size where ``first`` and ``second`` take equal time (None if they never cross)."""
+    a1, b1 = coefficients(first, world_size)
+    a2, b2 = coefficients(second, world_size)
+    if b1 == b2:
+        return None
+    n = (a2 - a1) * alpha * beta / (b1 - b2)
+    return n if n > 0 else None
+
+
+def predict_from_traffic(traffics, alpha: float, beta: float) -> float:
+    """The same model read off a recorded run: per round, alpha plus the busiest link's
+    bytes (the most any rank sent or received in that round) over beta. It equals
+    :func:`predict_time` for this package's algorithms (a test checks it), which ties
+    the formulas to what was really sent."""
+    busiest: dict[int, int] = {}
+    for t in traffics:
+        per_round: dict[tuple, int] = {}
+        for m in t.log:
+            per_round[(m.step, m.op)] = per_round.get((m.step, m.op), 0) + m.bytes
+        for (step, _), b in per_round.items():
+            busiest[step] = max(busiest.get(step, 0), b)
+    return sum(alpha + b / beta for b in busiest.values())
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        fn()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective ends when its last rank does
+        times.append(elapsed.item())
+    return float(np.median(times))
+
+
+@experiment("collectives_ping_pong",
+            summarize=lambda res: "\n".join(f"{n:>10} B  {t * 1e6:9.1f} us" for n, t in res[0]))
+def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
+    """One-way time of a message between ranks 0 and 1 (half a round trip), per size."""
+    r = dist.get_rank()
+    out = []
+    for nbytes in sizes:
+        buf = torch.zeros(max(int(nbytes) // 4, 1))
+        def trip():  # noqa: E306
+            if r == 0:
+                dist.send(buf, 1)
+                dist.recv(buf, 1)
+            elif r == 1:
+                dist.recv(buf, 0)
+                dist.send(buf, 0)
+        trip()  # warm-up: the first message on a pair sets up its connection
+        out.append((buf.numel() * 4, _median_seconds(trip, repeats) / 2))
+    return out
+
+
+@experiment("collectives_timing")
+def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int = 3,
+                    builtin: bool = True):
+    """Median seconds of each all-reduce algorithm (and dist.all_reduce) per message size."""
+    out = {}
+    for nbytes in sizes:
+        x = torch.randn(max(int(nbytes) // 4, 1))
+        for name in algorithms:
+            fn = ALL_REDUCE_ALGORITHMS[name]
+            fn(x)  # warm-up
+            out[(name, x.numel() * 4)] = _median_seconds(lambda: fn(x), repeats)
+        if builtin:
+            y = x.clone()
+            dist.all_reduce(y)
+            out[("torch", x.numel() * 4)] = _median_seconds(lambda: dist.all_reduce(y), repeats)
+    return out

@@ -1,0 +1,76 @@
+"""The alpha-beta cost model (companion.costmodel): fit, formulas, and their tie to the
+messages the algorithms really send."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import companion
+from companion import collectives as C
+from companion import costmodel as M
+
+
+def test_fit_recovers_alpha_and_beta():
+    alpha, beta = 5e-5, 2e9
+    sizes = [1e3, 1e4, 1e5, 1e6, 1e7]
+    a, b = M.fit_alpha_beta(sizes, [alpha + n / beta for n in sizes])
+    assert math.isclose(a, alpha, rel_tol=1e-9) and math.isclose(b, beta, rel_tol=1e-9)
+
+
+def test_fit_rejects_bad_input():
+    with pytest.raises(ValueError, match="two different message sizes"):
+        M.fit_alpha_beta([1e3, 1e3], [1e-4, 1e-4])
+    with pytest.raises(ValueError, match="larger messages"):
+        M.fit_alpha_beta([1e3, 1e6], [1e-3, 1e-4])
+    with pytest.raises(ValueError, match=">= 0 bytes"):
+        M.fit_alpha_beta([-1, 1e6], [1e-3, 1e-2])
+
+
+def test_textbook_formulas():
+    a, b = 1e-5, 1e9
+    n = 4e6
+    assert M.predict_time("ring", n, 8, a, b) == pytest.approx(14 * a + 2 * 7 / 8 * n / b)
+    assert M.predict_time("recursive_halving_doubling", n, 8, a, b) == pytest.approx(
+        6 * a + 2 * 7 / 8 * n / b)
+    assert M.predict_time("parameter_server", n, 8, a, b) == pytest.approx(2 * a + 14 * n / b)
+    assert M.predict_time("tree", n, 1, a, b) == 0.0
+    # small messages: fewer rounds win; large messages: fewer bytes win
+    assert M.predict_time("tree", 1e2, 8, a, b) < M.predict_time("ring", 1e2, 8, a, b)
+    assert M.predict_time("tree", 1e8, 8, a, b) > M.predict_time("ring", 1e8, 8, a, b)
+    x = M.crossover_bytes("tree", "ring", 8, a, b)
+    assert M.predict_time("tree", x, 8, a, b) == pytest.approx(M.predict_time("ring", x, 8, a, b))
+    assert M.crossover_bytes("ring", "reduce_scatter+all_gather", 8, a, b) is None
+    with pytest.raises(ValueError, match="choose one of"):
+        M.predict_time("butterfly", n, 8, a, b)
+    with pytest.raises(ValueError, match="world_size"):
+        M.coefficients("ring", 0)
+
+
+def _record(numel):
+    x = torch.ones(numel)
+    out = {}
+    for name in M.ALGORITHMS:
+        with C.traffic() as t:
+            C.ALL_REDUCE_ALGORITHMS[name](x)
+        out[name] = t
+    return out
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_formulas_equal_recorded_traffic(n):
+    numel = 840  # divisible by n, so the textbook fractions are exact
+    runs = companion.launch(_record, numel, world_size=n)
+    for name in M.ALGORITHMS:
+        from_log = M.predict_from_traffic([r[name] for r in runs], 1e-5, 1e9)
+        assert from_log == pytest.approx(M.predict_time(name, numel * 4, n, 1e-5, 1e9)), name
+
+
+def test_measurements_run():
+    pp = companion.launch(M.ping_pong, sizes=(1024, 65536), repeats=2, world_size=2)[0]
+    assert [n for n, _ in pp] == [1024, 65536] and all(t > 0 for _, t in pp)
+    times = companion.launch(M.time_all_reduce, algorithms=("ring",), sizes=(4096,), repeats=1,
+                             world_size=2)
+    assert times[0] == times[1] and set(times[0]) == {("ring", 4096), ("torch", 4096)}
