@@ -1,0 +1,274 @@
+"""Attention over a sequence split across ranks: Ulysses, ring attention, and both (2D).
+
+Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``).
+
+Every rank holds a contiguous shard of the sequence (rank r: tokens
+``[r*s/P, (r+1)*s/P)``) as ``q, k, v`` of shape ``[batch, heads, s/P, head_dim]``.
+Pointwise layers need nothing more, but every query needs every key, so attention must
+communicate:
+
+* **DeepSpeed Ulysses** (Jacobs et al., 2023): an all-to-all turns sequence shards into
+  head shards (each rank: all tokens, H/P heads), attention runs locally, a second
+  all-to-all turns the result back. Needs H divisible by P.
+* **Ring attention** (Liu et al., 2023): queries stay put; K/V blocks travel around a
+  ring of ranks by point-to-point sends while each rank accumulates its output with
+  the online softmax (running max ``m``, normaliser ``l``), as FlashAttention does
+  within a GPU. The backward pass sends K/V around again together with their
+  gradient accumulators, which arrive home after P hops.
+* **2D / hybrid** (LongVILA's 2D attention): Ulysses inside groups of ranks (fast
+  links), ring attention across groups.
+
+All three equal ``companion.models.attention`` on the gathered sequence (tests).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+
+from . import comm_log
+from .models import attention
+
+__all__ = ["AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
+           "ring_attention", "hybrid_groups", "hybrid_attention", "p2p_all_to_all"]
+
+
+def _rank_size(group):
+    if not dist.is_initialized():
+        return 0, 1
+    return dist.get_rank(group), dist.get_world_size(group)
+
+
+class AllToAll(torch.autograd.Function):
+    """Split ``x`` along ``scatter_dim`` into one chunk per rank, exchange, concatenate
+    what arrives along ``gather_dim``. Its gradient is the inverse all-to-all."""
+
+    @staticmethod
+    def forward(ctx, x, scatter_dim, gather_dim, group, impl):
+        ctx.args = (scatter_dim, gather_dim, group, impl)
+        n = _rank_size(group)[1]
+        outs = comm_log.all_to_all(list(x.chunk(n, dim=scatter_dim)), group,
+                                   label="ulysses", impl=impl)
+        return torch.cat(outs, dim=gather_dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        scatter_dim, gather_dim, group, impl = ctx.args
+        n = _rank_size(group)[1]
+        outs = comm_log.all_to_all(list(grad.chunk(n, dim=gather_dim)), group,
+                                   label="ulysses", impl=impl)
+        return torch.cat(outs, dim=scatter_dim), None, None, None, None
+
+
+def seq_to_heads(x, group=None, impl=None):
+    """``[b, H, s/P, d]`` (all heads, my tokens) -> ``[b, H/P, s, d]`` (my heads, all tokens)."""
+    return AllToAll.apply(x, 1, 2, group, impl)
+
+
+def heads_to_seq(x, group=None, impl=None):
+    """The inverse of :func:`seq_to_heads`."""
+    return AllToAll.apply(x, 2, 1, group, impl)
+
+
+def p2p_all_to_all():
+    """The collectives notebook's point-to-point all-to-all (``companion.collectives``,
+    default group only), or None when that module does not provide it."""
+    try:
+        from .collectives import all_to_all
+    except ImportError:
+        return None
+
+    def impl(inputs):
+        # Ulysses' chunks all have one shape, so the receivers know it: no shape round.
+        return all_to_all(inputs, output_shapes=[t.shape for t in inputs])
+
+    return impl
+
+
+def ulysses_attention(q, k, v, causal: bool = True, group=None, impl=None):
+    """Attention of this rank's query tokens against the whole sequence, Ulysses-style.
+
+    ``impl``: an all-to-all with ``dist.all_to_all``'s contract (``None`` = torch's)."""
+    n = _rank_size(group)[1]
+    if q.shape[1] % n:
+        raise ValueError(f"Ulysses needs heads divisible by the group size: {q.shape[1]} heads "
+                         f"on {n} ranks; use a head count that is a multiple of {n} "
+                         "(or ring attention, which has no such limit).")
+    q, k, v = (seq_to_heads(t, group, impl) for t in (q, k, v))
+    return heads_to_seq(attention(q, k, v, causal=causal), group, impl)
+
+
+def _neighbours(group):
+    i, n = _rank_size(group)
+    to_global = (lambda r: dist.get_global_rank(group, r)) if group is not None else (lambda r: r)
+    return i, n, to_global((i + 1) % n), to_global((i - 1) % n)
+
+
+def _block_scores(q, k, scale, causal, i, j):
+    """Scores of query block i against key block j, or None when causal masks it all."""
+    if causal and j > i:
+        return None
+    s = q @ k.transpose(-2, -1) * scale
+    if causal and j == i:  # the diagonal block: the usual lower-triangular mask
+        mask = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    return s
+
+
+class RingAttention(torch.autograd.Function):
+    """Ring attention with a hand-written backward (torch has no autograd for send/recv)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, group, trace):
+        i, n, nxt, prv = _neighbours(group)
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)
+        l = torch.zeros_like(m)
+        o = torch.zeros_like(q)
+        kb, vb = k, v
+        for t in range(n):
+            j = (i - t) % n  # the K/V block this rank holds at step t
+            s = _block_scores(q, kb, scale, causal, i, j)
+            if s is not None:  # online softmax: rescale what we had to the new running max
+                m_new = torch.maximum(m, s.amax(dim=-1))
+                p = torch.exp(s - m_new.unsqueeze(-1))
+                alpha = torch.exp(m - m_new)
+                l = l * alpha + p.sum(dim=-1)
+                o = o * alpha.unsqueeze(-1) + p @ vb
+                m = m_new
+            if trace is not None:
+                trace.append({"phase": "forward", "step": t, "rank": i, "kv_block": j,
+                              "computed": s is not None})
+            if t < n - 1:
+                kb, vb = comm_log.exchange([kb, vb], nxt, prv, label="ring_kv")
+        out = o / l.unsqueeze(-1)
+        lse = m + torch.log(l)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.args = (causal, group, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        causal, group, scale = ctx.args
+        i, n, nxt, prv = _neighbours(group)
+        dout = dout.contiguous()
+        delta = (dout * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O), as in FlashAttention
+        dq = torch.zeros_like(q)
+        kb, vb, dkb, dvb = k, v, torch.zeros_like(k), torch.zeros_like(v)
+        for t in range(n):
+            j = (i - t) % n
+            s = _block_scores(q, kb, scale, causal, i, j)
+            if s is not None:
+                p = torch.exp(s - lse.unsqueeze(-1))  # the softmax, rebuilt from the saved lse
+                dvb = dvb + p.transpose(-2, -1) @ dout
+                ds = p * (dout @ vb.transpose(-2, -1) - delta)
+                dq = dq + ds @ kb * scale
+                dkb = dkb + ds.transpose(-2, -1) @ q * scale
+            if n == 1:
+                break
+            # K/V travel on with their gradient accumulators; after n hops the
+            # accumulators are back on the rank that owns the block (K/V are not needed).
+            if t < n - 1:
+                kb, vb, dkb, dvb = comm_log.exchange([kb, vb, dkb, dvb], nxt, prv, label="ring_kv")
+            else:
+                dkb, dvb = comm_log.exchange([dkb, dvb], nxt, prv, label="ring_dkv")
+        return dq, dkb, dvb, None, None, None
+
+
+def ring_attention(q, k, v, causal: bool = True, group=None, trace: list | None = None):
+    """Attention of this rank's query block against all K/V blocks passed around a ring.
+
+    ``trace``: a list that receives one dict per forward step (which K/V block was
+    here, whether it was computed or skipped by the causal mask) for the animation."""
+    return RingAttention.apply(q, k, v, causal, group, trace)
+
+
+def hybrid_groups(ulysses_size: int):
+    """(ulysses group, ring group) of this rank for ``ulysses_size`` ranks per Ulysses
+    group: ranks ``[g*U, (g+1)*U)`` form Ulysses group g; ranks with the same position
+    u in their Ulysses group form ring u. Every rank must call this (collectively)."""
+    n = dist.get_world_size()
+    if ulysses_size < 1 or n % ulysses_size:
+        raise ValueError(f"ulysses_size={ulysses_size} must divide the world size {n}.")
+    rings = n // ulysses_size
+    me = dist.get_rank()
+    mine = [None, None]
+    for gi in range(rings):  # new_group must be called by every rank, in the same order
+        grp = dist.new_group(list(range(gi * ulysses_size, (gi + 1) * ulysses_size)))
+        if me // ulysses_size == gi:
+            mine[0] = grp
+    for u in range(ulysses_size):
+        grp = dist.new_group(list(range(u, n, ulysses_size)))
+        if me % ulysses_size == u:
+            mine[1] = grp
+    return tuple(mine)
+
+
+def hybrid_attention(q, k, v, causal: bool = True, groups=None, trace=None):
+    """2D attention: Ulysses all-to-all inside the Ulysses group, so the group's
+    contiguous stretch of tokens becomes one ring block of H/U heads; ring attention
+    across groups; the inverse all-to-all."""
+    ulysses_group, ring_group = groups
+    q, k, v = (seq_to_heads(t, ulysses_group) for t in (q, k, v))
+    y = ring_attention(q, k, v, causal, ring_group, trace)
+    return heads_to_seq(y, ulysses_group)
+
+
+def _max_diff(a, b) -> float:
+    return (a.detach().double() - b.detach().double()).abs().max().item()
+
+
+def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
+                      heads: int = 4, seq: int = 16, head_dim: int = 8,
+                      dtype: str = "float64", seed: int = 0, impl: str = "torch",
+                      ulysses_size: int = 2) -> dict:
+    """Rank function: ``method`` ("ulysses", "ring" or "hybrid") on this rank's sequence
+    shard vs full attention on the whole sequence, forward and backward.
+
+    Returns the largest differences of the output and of dq, dk, dv (this rank's
+    shard), the collectives issued per phase, the ring trace, and for Ulysses the
+    token positions and heads this rank holds between the two all-to-alls."""
+    rank, size = _rank_size(None)
+    if seq % size:
+        raise ValueError(f"seq={seq} is not divisible by {size} ranks; use a multiple of {size}.")
+    dt = getattr(torch, dtype)
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v, dout = (torch.randn(batch, heads, seq, head_dim, generator=gen, dtype=dt)
+                     for _ in range(4))
+    full = [t.clone().requires_grad_() for t in (q, k, v)]
+    attention(*full, causal=causal).backward(dout)
+    ref_out = attention(q, k, v, causal=causal)
+
+    def local(t):
+        return t.chunk(size, dim=2)[rank]
+
+    mine = [local(t).clone().requires_grad_() for t in (q, k, v)]
+    trace, layout = [], None
+    all_to_all = p2p_all_to_all() if impl == "p2p" else None
+    if impl == "p2p" and all_to_all is None:
+        raise ValueError("impl='p2p' needs companion.collectives.all_to_all, which this "
+                         "checkout does not have; use impl='torch'.")
+    with comm_log.recording() as log:
+        if method == "ulysses":
+            out = ulysses_attention(*mine, causal=causal, impl=all_to_all)
+        elif method == "ring":
+            out = ring_attention(*mine, causal=causal, trace=trace)
+        elif method == "hybrid":
+            groups = hybrid_groups(ulysses_size)
+            out = hybrid_attention(*mine, causal=causal, groups=groups, trace=trace)
+        else:
+            raise ValueError(f"method must be 'ulysses', 'ring' or 'hybrid', got {method!r}.")
+        out.backward(local(dout))
+    if method == "ulysses":  # push position/head ids through the same all-to-all
+        pos = torch.arange(seq, dtype=dt).view(1, 1, seq, 1).expand(1, heads, seq, 1)
+        head = torch.arange(heads, dtype=dt).view(1, heads, 1, 1).expand(1, heads, seq, 1)
+        with torch.no_grad():
+            layout = {"tokens": seq_to_heads(local(pos), impl=all_to_all)[0, 0, :, 0].long(),
+                      "heads": seq_to_heads(local(head), impl=all_to_all)[0, :, 0, 0].long()}
+    return {"out": _max_diff(out, local(ref_out)),
+            "grads": max(_max_diff(m.grad, local(f.grad)) for m, f in zip(mine, full)),
+            "forward": log.counts("forward"), "backward": log.counts("backward"),
+            "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
+            "trace": trace, "layout": layout}
