@@ -1,0 +1,10 @@
+"""A 3D-parallelism planner: DP x TP x PP x ZeRO stage x micro-batch, ranked.
+
+Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``).
+"""
+from .cost import Plan, collective_time, evaluate
+from .search import plan, powers_of_two_dividing
+from .specs import CLUSTERS, MODELS, ClusterSpec, ModelSpec
+
+__all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS", "Plan", "evaluate", "plan",
+           "collective_time", "powers_of_two_dividing"]

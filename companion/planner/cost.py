@@ -1,0 +1,189 @@
+"""Memory, time and communication of one DP x TP x PP x ZeRO configuration.
+
+Taught in notebook 09. The pieces come from the earlier notebooks:
+model-state memory from ``companion.memory.zero_memory_per_gpu`` (notebook 03),
+activations from ``companion.memory.activation_memory_per_layer`` (Korthikanti et al.),
+the pipeline bubble from ``companion.pipeline.bubble_fraction`` (notebook 04), and the
+time of each collective from the alpha-beta model of notebook 02.
+
+Placement follows Megatron-LM: tensor-parallel ranks are adjacent (inside a node when
+``tp <= gpus_per_node``), pipeline stages next, data-parallel replicas outermost. A group
+whose ranks span nodes runs at the inter-node link's speed.
+
+Simplifications, stated so they can be argued with: every layer costs the same; the
+busiest pipeline stage holds ceil(layers / pp) layers plus the larger embedding matrix;
+TP and PP communication sit on the critical path; DP communication overlaps the
+backward pass (the whole step for ZeRO-3) and only what does not fit is exposed; a
+fixed ``kernel_efficiency`` turns peak FLOP/s into achieved FLOP/s.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .. import memory
+from ..pipeline import bubble_fraction
+from .specs import ClusterSpec, ModelSpec
+
+__all__ = ["Plan", "evaluate", "collective_time"]
+
+ACT_BYTES = 2  # 16-bit activations and gradients on the wire
+BUCKET_BYTES = 25e6  # PyTorch DDP's default gradient bucket
+
+
+def collective_time(kind: str, nbytes: float, ranks: int, alpha: float, beta: float) -> float:
+    """Alpha-beta time of a ring collective on a ``nbytes`` buffer over ``ranks`` ranks.
+
+    all-reduce 2(p-1)(alpha + n/(p beta)); all-gather and reduce-scatter half that;
+    point-to-point alpha + n/beta.
+    """
+    p = ranks
+    if kind == "p2p":
+        return alpha + nbytes / beta
+    if p == 1:
+        return 0.0
+    steps = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}[kind] * (p - 1)
+    return steps * (alpha + nbytes / (p * beta))
+
+
+@dataclasses.dataclass
+class Plan:
+    dp: int
+    tp: int
+    pp: int
+    zero: int
+    micro_batch: int
+    recompute: str
+    chunks: int = 1  # interleaved 1F1B: model chunks per pipeline rank
+    microbatches: int = 0
+    memory: dict = dataclasses.field(default_factory=dict)   # bytes per GPU
+    times: dict = dataclasses.field(default_factory=dict)    # seconds per step
+    bubble: float = 0.0
+    step_time: float = math.inf
+    mfu: float = 0.0
+    tp_inter_node: bool = False
+    reason: str = ""  # empty when feasible
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reason
+
+    def label(self) -> str:
+        interleave = f"x{self.chunks}" if self.chunks > 1 else ""
+        return (f"DP{self.dp} TP{self.tp} PP{self.pp}{interleave} ZeRO-{self.zero} "
+                f"mb{self.micro_batch} {self.recompute}")
+
+
+def _structural_reason(model, cluster, global_batch, plan) -> str:
+    dp, tp, pp = plan.dp, plan.tp, plan.pp
+    if dp * tp * pp != cluster.gpus:
+        return f"DP x TP x PP = {dp * tp * pp} but the cluster has {cluster.gpus} GPUs"
+    if model.heads % tp:
+        return f"TP={tp} does not divide the {model.heads} attention heads"
+    if pp > model.layers:
+        return f"PP={pp} stages for only {model.layers} layers"
+    if global_batch % (dp * plan.micro_batch):
+        return (f"global batch {global_batch} is not a multiple of DP x micro-batch = "
+                f"{dp * plan.micro_batch}")
+    m = global_batch // (dp * plan.micro_batch)
+    if pp > 1 and m < pp:
+        return (f"{m} micro-batch(es) per replica for {pp} pipeline stages: the pipeline never "
+                "fills; raise the global batch or lower DP or the micro-batch size")
+    if plan.chunks > 1 and (pp == 1 or m % pp or plan.chunks * pp > model.layers):
+        return (f"interleaving {plan.chunks} chunks needs PP > 1, micro-batches ({m}) a multiple "
+                f"of PP ({pp}) and at least {plan.chunks * pp} layers")
+    if pp > 1 and plan.zero >= 2:
+        return ("ZeRO-2/3 with pipeline parallelism would re-communicate gradients or weights "
+                "for every micro-batch (DeepSpeed forbids the combination)")
+    return ""
+
+
+def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int, tp: int,
+             pp: int, zero: int = 1, micro_batch: int = 1, recompute: str = "selective",
+             chunks: int = 1, kernel_efficiency: float = 0.6, reserve_gb: float = 2.0) -> Plan:
+    """Memory per GPU, step time and MFU of one configuration; ``plan.reason`` says why
+    it cannot run (empty when it can). ``global_batch`` is in sequences."""
+    plan = Plan(dp, tp, pp, zero, micro_batch, recompute, chunks)
+    plan.reason = _structural_reason(model, cluster, global_batch, plan)
+    if plan.reason:
+        return plan
+    m = plan.microbatches = global_batch // (dp * micro_batch)
+    layers_per_stage = math.ceil(model.layers / pp)
+    embedding = model.embedding_params() if pp == 1 else model.vocab * model.hidden
+    params_per_gpu = math.ceil((layers_per_stage * model.layer_params() + embedding) / tp)
+
+    states = memory.zero_memory_per_gpu(params_per_gpu, dp, zero)
+    per_layer = memory.activation_memory_per_layer(
+        model.seq_len, micro_batch, model.hidden, model.heads, tp=tp,
+        sequence_parallel=tp > 1, recompute=recompute)
+    # 1F1B: the first stage holds p micro-batches; interleaving adds (p-1)/(p v) of that
+    # (Narayanan et al. 2021).
+    in_flight = min(pp, m) * (1 + (pp - 1) / (pp * chunks) if chunks > 1 else 1) if pp > 1 else 1
+    plan.memory = {"params": states["params"], "grads": states["grads"],
+                   "optimizer": states["optimizer"],
+                   "activations": per_layer * layers_per_stage * in_flight,
+                   "reserve": reserve_gb * 1e9}
+    plan.memory["total"] = sum(plan.memory.values())
+    if plan.memory["total"] > cluster.gpu_memory_gb * 1e9:
+        plan.reason = (f"out of memory: needs {plan.memory['total'] / 1e9:.1f} GB per GPU, "
+                       f"the GPU has {cluster.gpu_memory_gb:g} GB")
+        return plan
+
+    # Compute: the model's FLOPs (+1 forward when everything is recomputed) over all GPUs.
+    tokens = global_batch * model.seq_len
+    recompute_factor = 4 / 3 if recompute == "full" else 1.0
+    achieved = cluster.peak_tflops * 1e12 * kernel_efficiency
+    compute = model.flops_per_token() * tokens * recompute_factor / (cluster.gpus * achieved)
+
+    # TP: per layer and micro-batch, 2 all-reduces forward and 2 backward (with sequence
+    # parallelism: all-gathers and reduce-scatters of the same total bytes).
+    plan.tp_inter_node = tp > cluster.gpus_per_node
+    act_bytes = micro_batch * model.seq_len * model.hidden * ACT_BYTES
+    tp_alpha, tp_beta = cluster.link(plan.tp_inter_node)
+    tp_calls = (4 + (2 if recompute == "full" else 0)) * layers_per_stage * m
+    tp_time = tp_calls * collective_time("all_reduce", act_bytes, tp, tp_alpha, tp_beta)
+
+    # PP: each micro-batch's activation goes forward and its gradient back across a
+    # stage boundary (sharded over TP by sequence parallelism).
+    pp_inter = tp * pp > cluster.gpus_per_node
+    pp_time = 0.0
+    if pp > 1:
+        pp_time = 2 * m * chunks * collective_time("p2p", act_bytes / tp, 2, *cluster.link(pp_inter))
+
+    # DP: 2x the parameter bytes for DDP and ZeRO-1/2, 3x for ZeRO-3 (notebook 03), but
+    # not in one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
+    # reduce-scatters layer by layer, and every call pays the ring's 2(p-1) or (p-1)
+    # latencies, which dominate once p reaches the thousands.
+    dp_inter = dp * tp * pp > cluster.gpus_per_node
+    dp_alpha, dp_beta = cluster.link(dp_inter)
+    shard_bytes = params_per_gpu * 2
+    if zero == 3:
+        calls = layers_per_stage
+        per_call = shard_bytes / calls
+        dp_time = calls * (2 * collective_time("all_gather", per_call, dp, dp_alpha, dp_beta)
+                           + collective_time("reduce_scatter", per_call, dp, dp_alpha, dp_beta))
+    else:
+        calls = max(1, math.ceil(shard_bytes / BUCKET_BYTES))
+        per_call = shard_bytes / calls
+        if zero == 0:
+            dp_time = calls * collective_time("all_reduce", per_call, dp, dp_alpha, dp_beta)
+        else:
+            dp_time = calls * (collective_time("reduce_scatter", per_call, dp, dp_alpha, dp_beta)
+                               + collective_time("all_gather", per_call, dp, dp_alpha, dp_beta))
+    overlap_window = compute if zero == 3 else compute * 2 / 3  # backward is 2/3 of it
+    dp_exposed = max(0.0, dp_time - overlap_window)
+
+    if pp == 1:
+        plan.bubble = 0.0
+    elif chunks > 1:
+        plan.bubble = bubble_fraction(pp, m, "interleaved", chunks=chunks)
+    else:
+        plan.bubble = bubble_fraction(pp, m, "1f1b")
+    busy = compute + tp_time + pp_time
+    plan.step_time = busy / (1 - plan.bubble) + dp_exposed
+    plan.times = {"compute": compute, "tp_comm": tp_time, "pp_comm": pp_time,
+                  "bubble": busy / (1 - plan.bubble) - busy, "dp_comm_exposed": dp_exposed,
+                  "dp_comm_total": dp_time}
+    useful = 6.0 * model.num_params() * tokens
+    plan.mfu = useful / (plan.step_time * cluster.gpus * cluster.peak_tflops * 1e12)
+    return plan

@@ -1,0 +1,119 @@
+"""Models and clusters the planner reasons about, with presets from the lectures.
+
+Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``). Parameter counts are
+computed from the architecture, not copied: the notebook shows them next to the
+published sizes.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer, described the way papers describe them."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    seq_len: int
+    vocab: int
+    ffn_hidden: int | None = None   # default 4 * hidden
+    kv_heads: int | None = None     # grouped-query attention; default = heads
+    gated_mlp: bool = False         # SwiGLU: three matrices instead of two
+    tied_embeddings: bool = False
+    published_params: float | None = None  # the size in the model's name, for comparison
+
+    def __post_init__(self):
+        for field in ("layers", "hidden", "heads", "seq_len", "vocab"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field} must be a positive integer, got {value!r}.")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden={self.hidden} must be divisible by heads={self.heads}.")
+
+    @property
+    def ffn(self) -> int:
+        return self.ffn_hidden or 4 * self.hidden
+
+    def layer_params(self) -> int:
+        """Weights of one block: Q and output projections, K and V (smaller under GQA),
+        the MLP, and two norms (biases are ignored: well under 0.1%)."""
+        h = self.hidden
+        kv_dim = (self.kv_heads or self.heads) * (h // self.heads)
+        attention = 2 * h * h + 2 * h * kv_dim
+        mlp = (3 if self.gated_mlp else 2) * h * self.ffn
+        return attention + mlp + 2 * h
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    def num_params(self) -> int:
+        return self.layers * self.layer_params() + self.embedding_params() + self.hidden
+
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token, forward and backward: 6N plus attention's
+        6 * layers * seq_len * hidden (Kaplan et al. 2020, with the 3x for backward)."""
+        return 6.0 * self.num_params() + 6.0 * self.layers * self.seq_len * self.hidden
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    """GPUs in nodes: fast links inside a node, slower ones between nodes.
+
+    Bandwidths are per GPU and per direction, in GB/s; latencies in microseconds.
+    """
+
+    name: str
+    gpus_per_node: int
+    nodes: int
+    gpu_memory_gb: float
+    peak_tflops: float          # dense 16-bit tensor-core peak
+    intra_bw_gbps: float        # NVLink
+    inter_bw_gbps: float        # InfiniBand / RoCE, per GPU
+    intra_latency_us: float = 3.0
+    inter_latency_us: float = 10.0
+
+    def __post_init__(self):
+        for field in ("gpus_per_node", "nodes"):
+            if not isinstance(getattr(self, field), int) or getattr(self, field) < 1:
+                raise ValueError(f"{field} must be a positive integer, got {getattr(self, field)!r}.")
+        for field in ("gpu_memory_gb", "peak_tflops", "intra_bw_gbps", "inter_bw_gbps"):
+            if not getattr(self, field) > 0:
+                raise ValueError(f"{field} must be positive, got {getattr(self, field)!r}.")
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    def link(self, inter_node: bool) -> tuple[float, float]:
+        """(alpha seconds, beta bytes/second) of the slowest link a group uses."""
+        if inter_node:
+            return self.inter_latency_us * 1e-6, self.inter_bw_gbps * 1e9
+        return self.intra_latency_us * 1e-6, self.intra_bw_gbps * 1e9
+
+
+MODELS = {m.name: m for m in [
+    ModelSpec("GPT-3 175B", layers=96, hidden=12288, heads=96, seq_len=2048, vocab=50257,
+              tied_embeddings=True, published_params=175e9),
+    ModelSpec("Llama-3 8B", layers=32, hidden=4096, heads=32, seq_len=8192, vocab=128256,
+              ffn_hidden=14336, kv_heads=8, gated_mlp=True, published_params=8e9),
+    ModelSpec("Llama-3 70B", layers=80, hidden=8192, heads=64, seq_len=8192, vocab=128256,
+              ffn_hidden=28672, kv_heads=8, gated_mlp=True, published_params=70e9),
+    ModelSpec("Llama-3 405B", layers=126, hidden=16384, heads=128, seq_len=8192, vocab=128256,
+              ffn_hidden=53248, kv_heads=8, gated_mlp=True, published_params=405e9),
+    ModelSpec("7B (Llama-2 shape)", layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000,
+              ffn_hidden=11008, gated_mlp=True, published_params=7e9),
+]}
+
+# H100 SXM: 989 TFLOP/s dense bf16, NVLink 4 at 450 GB/s per direction, one 400 Gb/s
+# (50 GB/s) NIC per GPU. A100 SXM: 312 TFLOP/s, NVLink 3 at 300 GB/s, 200 Gb/s NICs.
+CLUSTERS = {c.name: c for c in [
+    ClusterSpec("1 node, 8x H100", 8, 1, 80, 989, 450, 50),
+    ClusterSpec("16 nodes, 128x H100", 8, 16, 80, 989, 450, 50),
+    ClusterSpec("Llama-3 scale: 16,384x H100", 8, 2048, 80, 989, 450, 50),
+    ClusterSpec("128 nodes, 1,024x A100", 8, 128, 80, 312, 300, 25),
+]}
