@@ -26,7 +26,7 @@ def test_model_state_memory_is_companion_memory_of_the_local_shard():
     p = evaluate(model, H100_128, 512, dp=8, tp=4, pp=4, zero=1, micro_batch=1)
     assert p.feasible, p.reason
     layers = math.ceil(model.layers / 4)
-    local = math.ceil((layers * model.layer_params() + model.vocab * model.hidden) / 4)
+    local = model.params_per_gpu(tp=4, pp=4)
     expected = memory.zero_memory_per_gpu(local, 8, 1)
     for key in ("params", "grads", "optimizer"):
         assert p.memory[key] == expected[key]

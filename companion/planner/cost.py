@@ -21,8 +21,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .. import memory
+from .. import costmodel, memory
 from ..pipeline import bubble_fraction
+from .comm import comm_bytes_per_step
 from .specs import ClusterSpec, ModelSpec
 
 __all__ = ["Plan", "evaluate", "collective_time"]
@@ -34,16 +35,18 @@ BUCKET_BYTES = 25e6  # PyTorch DDP's default gradient bucket
 def collective_time(kind: str, nbytes: float, ranks: int, alpha: float, beta: float) -> float:
     """Alpha-beta time of a ring collective on a ``nbytes`` buffer over ``ranks`` ranks.
 
-    all-reduce 2(p-1)(alpha + n/(p beta)); all-gather and reduce-scatter half that;
-    point-to-point alpha + n/beta.
+    The all-reduce is notebook 02's ring, ``costmodel.predict_time("ring", ...)``:
+    2(p-1) alpha + 2(p-1)/p n/beta. All-gather and reduce-scatter are each half of it
+    (all-reduce = reduce-scatter + all-gather); point-to-point is alpha + n/beta.
     """
-    p = ranks
     if kind == "p2p":
         return alpha + nbytes / beta
-    if p == 1:
-        return 0.0
-    steps = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}[kind] * (p - 1)
-    return steps * (alpha + nbytes / (p * beta))
+    full = costmodel.predict_time("ring", nbytes, ranks, alpha, beta)
+    if kind == "all_reduce":
+        return full
+    if kind in ("all_gather", "reduce_scatter"):
+        return full / 2
+    raise ValueError(f"unknown collective {kind!r}; use all_reduce, all_gather, reduce_scatter or p2p.")
 
 
 @dataclasses.dataclass
@@ -62,6 +65,7 @@ class Plan:
     step_time: float = math.inf
     mfu: float = 0.0
     tp_inter_node: bool = False
+    comm_bytes: dict = dataclasses.field(default_factory=dict)  # payload bytes per step
     reason: str = ""  # empty when feasible
 
     @property
@@ -108,9 +112,9 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     if plan.reason:
         return plan
     m = plan.microbatches = global_batch // (dp * micro_batch)
-    layers_per_stage = math.ceil(model.layers / pp)
-    embedding = model.embedding_params() if pp == 1 else model.vocab * model.hidden
-    params_per_gpu = math.ceil((layers_per_stage * model.layer_params() + embedding) / tp)
+    layers_per_stage = max(model.stage_layers(pp))
+    params_per_gpu = model.params_per_gpu(tp, pp)
+    wire = comm_bytes_per_step(model, dp, tp, pp, micro_batch, m, zero, ACT_BYTES, recompute)
 
     states = memory.zero_memory_per_gpu(params_per_gpu, dp, zero)
     per_layer = memory.activation_memory_per_layer(
@@ -135,41 +139,33 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     achieved = cluster.peak_tflops * 1e12 * kernel_efficiency
     compute = model.flops_per_token() * tokens * recompute_factor / (cluster.gpus * achieved)
 
-    # TP: per layer and micro-batch, 2 all-reduces forward and 2 backward (with sequence
+    # TP: per block and micro-batch, 2 all-reduces forward and 2 backward (with sequence
     # parallelism: all-gathers and reduce-scatters of the same total bytes).
     plan.tp_inter_node = tp > cluster.gpus_per_node
-    act_bytes = micro_batch * model.seq_len * model.hidden * ACT_BYTES
-    tp_alpha, tp_beta = cluster.link(plan.tp_inter_node)
     tp_calls = (4 + (2 if recompute == "full" else 0)) * layers_per_stage * m
-    tp_time = tp_calls * collective_time("all_reduce", act_bytes, tp, tp_alpha, tp_beta)
+    tp_time = tp_calls * collective_time("all_reduce", wire["tp"] / max(tp_calls, 1), tp,
+                                         *cluster.link(plan.tp_inter_node))
 
-    # PP: each micro-batch's activation goes forward and its gradient back across a
-    # stage boundary (sharded over TP by sequence parallelism).
+    # PP: each micro-batch's activation forward and its gradient back across a boundary.
     pp_inter = tp * pp > cluster.gpus_per_node
     pp_time = 0.0
     if pp > 1:
-        pp_time = 2 * m * chunks * collective_time("p2p", act_bytes / tp, 2, *cluster.link(pp_inter))
+        messages = 2 * m * chunks
+        pp_time = messages * collective_time("p2p", wire["pp_boundary"] / (2 * m), 2,
+                                             *cluster.link(pp_inter))
 
-    # DP: 2x the parameter bytes for DDP and ZeRO-1/2, 3x for ZeRO-3 (notebook 03), but
-    # not in one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
-    # reduce-scatters layer by layer, and every call pays the ring's 2(p-1) or (p-1)
-    # latencies, which dominate once p reaches the thousands.
-    dp_inter = dp * tp * pp > cluster.gpus_per_node
-    dp_alpha, dp_beta = cluster.link(dp_inter)
-    shard_bytes = params_per_gpu * 2
-    if zero == 3:
-        calls = layers_per_stage
-        per_call = shard_bytes / calls
-        dp_time = calls * (2 * collective_time("all_gather", per_call, dp, dp_alpha, dp_beta)
-                           + collective_time("reduce_scatter", per_call, dp, dp_alpha, dp_beta))
+    # DP: not one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
+    # reduce-scatters layer by layer, and every call pays the ring's (p-1) latencies,
+    # which dominate once p reaches the thousands.
+    dp_alpha, dp_beta = cluster.link(dp * tp * pp > cluster.gpus_per_node)
+    shard_bytes = params_per_gpu * ACT_BYTES
+    calls = layers_per_stage if zero == 3 else max(1, math.ceil(shard_bytes / BUCKET_BYTES))
+    per_call = shard_bytes / calls
+    if zero == 0:
+        ops = ["all_reduce"]
     else:
-        calls = max(1, math.ceil(shard_bytes / BUCKET_BYTES))
-        per_call = shard_bytes / calls
-        if zero == 0:
-            dp_time = calls * collective_time("all_reduce", per_call, dp, dp_alpha, dp_beta)
-        else:
-            dp_time = calls * (collective_time("reduce_scatter", per_call, dp, dp_alpha, dp_beta)
-                               + collective_time("all_gather", per_call, dp, dp_alpha, dp_beta))
+        ops = ["reduce_scatter"] + ["all_gather"] * (2 if zero == 3 else 1)
+    dp_time = calls * sum(collective_time(op, per_call, dp, dp_alpha, dp_beta) for op in ops)
     overlap_window = compute if zero == 3 else compute * 2 / 3  # backward is 2/3 of it
     dp_exposed = max(0.0, dp_time - overlap_window)
 
@@ -181,6 +177,7 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
         plan.bubble = bubble_fraction(pp, m, "1f1b")
     busy = compute + tp_time + pp_time
     plan.step_time = busy / (1 - plan.bubble) + dp_exposed
+    plan.comm_bytes = wire
     plan.times = {"compute": compute, "tp_comm": tp_time, "pp_comm": pp_time,
                   "bubble": busy / (1 - plan.bubble) - busy, "dp_comm_exposed": dp_exposed,
                   "dp_comm_total": dp_time}

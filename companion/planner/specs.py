@@ -25,6 +25,9 @@ class ModelSpec:
     kv_heads: int | None = None     # grouped-query attention; default = heads
     gated_mlp: bool = False         # SwiGLU: three matrices instead of two
     tied_embeddings: bool = False
+    biases: bool = False            # GPT-2-style biases in every linear layer
+    layernorm: bool = False         # LayerNorm (weight and bias) instead of RMSNorm (weight)
+    learned_positions: bool = False  # a position-embedding table (GPT) instead of RoPE
     published_params: float | None = None  # the size in the model's name, for comparison
 
     def __post_init__(self):
@@ -39,20 +42,67 @@ class ModelSpec:
     def ffn(self) -> int:
         return self.ffn_hidden or 4 * self.hidden
 
-    def layer_params(self) -> int:
-        """Weights of one block: Q and output projections, K and V (smaller under GQA),
-        the MLP, and two norms (biases are ignored: well under 0.1%)."""
+    def layer_params_split(self) -> tuple[int, int]:
+        """One block's weights as (split by tensor parallelism, replicated on every TP rank).
+
+        Megatron splits the Q/K/V and MLP-input matrices by columns (their biases too)
+        and the output and MLP-output matrices by rows (their biases stay whole, added
+        after the all-reduce); the norms are replicated.
+        """
         h = self.hidden
         kv_dim = (self.kv_heads or self.heads) * (h // self.heads)
-        attention = 2 * h * h + 2 * h * kv_dim
-        mlp = (3 if self.gated_mlp else 2) * h * self.ffn
-        return attention + mlp + 2 * h
+        up = (2 if self.gated_mlp else 1) * self.ffn
+        split = 2 * h * h + 2 * h * kv_dim + up * h + self.ffn * h
+        replicated = 2 * self._norm()
+        if self.biases:
+            split += h + 2 * kv_dim + up
+            replicated += 2 * h
+        return split, replicated
+
+    def _norm(self) -> int:
+        return (2 if self.layernorm else 1) * self.hidden
+
+    def layer_params(self) -> int:
+        """Weights of one block (attention, MLP, two norms, optional biases)."""
+        return sum(self.layer_params_split())
 
     def embedding_params(self) -> int:
-        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        tables = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return tables + (self.seq_len * self.hidden if self.learned_positions else 0)
 
     def num_params(self) -> int:
-        return self.layers * self.layer_params() + self.embedding_params() + self.hidden
+        return self.layers * self.layer_params() + self.embedding_params() + self._norm()
+
+    def stage_layers(self, pp: int) -> list[int]:
+        """Blocks per pipeline stage: contiguous, earlier stages take the remainder."""
+        base, extra = divmod(self.layers, pp)
+        return [base + (k < extra) for k in range(pp)]
+
+    def stage_params(self, stage: int, pp: int = 1, tp: int = 1, vocab_parallel: bool = True) -> int:
+        """Parameters one rank of pipeline ``stage`` holds under ``tp``-way tensor parallelism.
+
+        The first stage holds the input embedding (and position table), the last the
+        final norm and output head; with tied embeddings and several stages both ends
+        keep a copy (Megatron all-reduces their gradients). ``vocab_parallel`` splits the
+        embedding tables over TP ranks (Megatron); without it they are replicated.
+        """
+        if not 0 <= stage < pp:
+            raise ValueError(f"stage must be in 0..{pp - 1}, got {stage}.")
+        split, replicated = self.layer_params_split()
+        layers = self.stage_layers(pp)[stage]
+        total = layers * (split // tp + replicated)
+        table = self.vocab * self.hidden // (tp if vocab_parallel else 1)
+        if stage == 0:
+            total += table + (self.seq_len * self.hidden if self.learned_positions else 0)
+        if stage == pp - 1:
+            total += self._norm()
+            if not (self.tied_embeddings and pp == 1):
+                total += table
+        return total
+
+    def params_per_gpu(self, tp: int = 1, pp: int = 1, vocab_parallel: bool = True) -> int:
+        """Parameters on the busiest GPU (the largest pipeline stage)."""
+        return max(self.stage_params(s, pp, tp, vocab_parallel) for s in range(pp))
 
     def flops_per_token(self) -> float:
         """Training FLOPs per token, forward and backward: 6N plus attention's

@@ -1,0 +1,51 @@
+"""Bytes each rank hands to collectives per training step, by kind of parallelism.
+
+Taught in notebook 09. ``planner.evaluate`` turns these bytes into seconds with the
+alpha-beta model; notebook 09 and ``tests/test_hybrid.py`` check them against the bytes
+measured on real 2x2 DP x TP and PP x DP runs. All counts are *payloads* (the buffer
+handed to the collective); a ring all-reduce puts 2(p-1)/p of its payload on each link.
+
+* TP (Megatron, per block and micro-batch): two all-reduces of the block's
+  ``[micro_batch, seq, hidden]`` activation in forward (after attention and after the
+  MLP) and two of its gradient in backward; full recomputation repeats the forward two.
+* PP (per stage boundary): each micro-batch's activation forward and its gradient back,
+  each ``[micro_batch, seq, hidden] / tp`` with sequence parallelism.
+* DP: the local gradients once through an all-reduce (DDP) or a reduce-scatter, then
+  the parameters once (ZeRO-1/2) or twice (ZeRO-3) through all-gathers.
+"""
+from __future__ import annotations
+
+from .specs import ModelSpec
+
+__all__ = ["comm_bytes_per_step"]
+
+
+def comm_bytes_per_step(model: ModelSpec, dp: int, tp: int, pp: int, micro_batch: int,
+                        microbatches: int, zero: int = 0, bytes_per_element: int = 2,
+                        recompute: str = "selective", vocab_parallel: bool = True,
+                        stage: int | None = None, sequence_parallel: bool | None = None) -> dict:
+    """Payload bytes per step for one rank: ``{"tp", "pp_boundary", "dp"}``.
+
+    ``stage`` picks a pipeline stage (default: the busiest); ``pp_boundary`` counts both
+    directions across one boundary. ``sequence_parallel`` (default: on when tp > 1)
+    shards the activations sent between stages over the TP ranks.
+    """
+    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
+                        ("microbatches", microbatches), ("bytes_per_element", bytes_per_element)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"zero must be 0, 1, 2 or 3, got {zero!r}.")
+    if sequence_parallel is None:
+        sequence_parallel = tp > 1
+    stages = model.stage_layers(pp)
+    if stage is None:
+        stage = max(range(pp), key=lambda s: model.stage_params(s, pp, tp, vocab_parallel))
+    activation = micro_batch * model.seq_len * model.hidden * bytes_per_element
+    tp_calls = 4 + (2 if recompute == "full" else 0)
+    tp_bytes = tp_calls * stages[stage] * microbatches * activation if tp > 1 else 0
+    shard = tp if sequence_parallel else 1
+    pp_bytes = 2 * microbatches * activation // shard if pp > 1 else 0
+    params = model.stage_params(stage, pp, tp, vocab_parallel) * bytes_per_element
+    multiple = {0: 1, 1: 2, 2: 2, 3: 3}[zero]  # DDP's one all-reduce counts once as payload
+    return {"tp": tp_bytes, "pp_boundary": pp_bytes, "dp": params * multiple if dp > 1 else 0}
