@@ -108,6 +108,28 @@ class ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
         return comm_log.all_gather(grad, 1, ctx.group, label="sp_scatter"), None
 
 
+class GatherLinearRegather(torch.autograd.Function):
+    """Column-parallel linear under SP that stores only the *sequence shard* of its
+    input (Korthikanti et al., Sec. 4.2.2): all-gather forward, and all-gather again in
+    backward for the weight gradient. Saves (t-1)/t of the input's memory for one more
+    all-gather per backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, group):
+        ctx.group, ctx.has_bias = group, bias is not None
+        ctx.save_for_backward(x, weight)
+        return F.linear(comm_log.all_gather(x, 1, group, label="sp_gather"), weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        full = comm_log.all_gather(x, 1, ctx.group, label="sp_regather")
+        grad_x = comm_log.reduce_scatter(grad @ weight, 1, ctx.group, label="sp_gather")
+        grad_w = grad.reshape(-1, grad.shape[-1]).t() @ full.reshape(-1, full.shape[-1])
+        grad_b = grad.reshape(-1, grad.shape[-1]).sum(0) if ctx.has_bias else None
+        return grad_x, grad_w, grad_b, None
+
+
 def f(x, group=None):
     return CopyToTensorParallelRegion.apply(x, group)
 
@@ -158,8 +180,9 @@ class ColumnParallelLinear(nn.Module):
     with ``f`` (or, under sequence parallelism, an all-gather)."""
 
     def __init__(self, full: nn.Linear, group=None, chunks: int = 1,
-                 sequence_parallel: bool = False, enter=None):
+                 sequence_parallel: bool = False, enter=None, regather: bool = False):
         super().__init__()
+        self.regather = sequence_parallel and regather
         rank, size = group_rank_size(group)
         _require_divisible(full.out_features // chunks, size, "output features")
         self.group = group
@@ -169,6 +192,8 @@ class ColumnParallelLinear(nn.Module):
         self.enter = enter or (sp_all_gather if sequence_parallel else f)
 
     def forward(self, x):
+        if self.regather:
+            return GatherLinearRegather.apply(x, self.weight, self.bias, self.group)
         return F.linear(self.enter(x, self.group), self.weight, self.bias)
 
 
@@ -207,14 +232,15 @@ class ParallelMLP(nn.Module):
     silently wrong).
     """
 
-    def __init__(self, full, group=None, sequence_parallel: bool = False, mistake=None):
+    def __init__(self, full, group=None, sequence_parallel: bool = False, mistake=None,
+                 regather: bool = False):
         super().__init__()
         if mistake not in _MISTAKES:
             raise ValueError(f"mistake must be one of {list(_MISTAKES)}, got {mistake!r}.")
         enter, leave = _MISTAKES[mistake]
         _require_divisible(full.fc1.out_features, group_rank_size(group)[1], "d_ff")
         self.fc1 = ColumnParallelLinear(full.fc1, group, sequence_parallel=sequence_parallel,
-                                        enter=enter)
+                                        enter=enter, regather=regather)
         self.fc2 = RowParallelLinear(full.fc2, group, sequence_parallel=sequence_parallel,
                                      leave=leave)
 
@@ -227,13 +253,14 @@ class ParallelAttention(nn.Module):
     blocks sliced separately so each rank gets whole heads), attention local, the output
     projection row-parallel."""
 
-    def __init__(self, full, group=None, sequence_parallel: bool = False):
+    def __init__(self, full, group=None, sequence_parallel: bool = False,
+                 regather: bool = False):
         super().__init__()
         size = group_rank_size(group)[1]
         _require_divisible(full.n_heads, size, "n_heads")
         self.local_heads, self.head_dim = full.n_heads // size, full.head_dim
         self.qkv = ColumnParallelLinear(full.qkv, group, chunks=3,
-                                        sequence_parallel=sequence_parallel)
+                                        sequence_parallel=sequence_parallel, regather=regather)
         self.proj = RowParallelLinear(full.proj, group, sequence_parallel=sequence_parallel)
 
     def forward(self, x):
@@ -248,9 +275,11 @@ class ParallelAttention(nn.Module):
 class ParallelBlock(nn.Module):
     """A pre-LN transformer block with TP attention and MLP: 2 all-reduces forward and
     2 backward; with ``sequence_parallel`` 2 all-gathers + 2 reduce-scatters each way,
-    and LayerNorms/residuals on ``[batch, seq/t, d]`` shards."""
+    and LayerNorms/residuals on ``[batch, seq/t, d]`` shards. ``regather``: the
+    column layers keep only input shards (see :class:`GatherLinearRegather`)."""
 
-    def __init__(self, full, group=None, sequence_parallel: bool = False):
+    def __init__(self, full, group=None, sequence_parallel: bool = False,
+                 regather: bool = False):
         super().__init__()
         self.sequence_parallel = sequence_parallel
         self.ln1, self.ln2 = copy.deepcopy(full.ln1), copy.deepcopy(full.ln2)
@@ -258,8 +287,8 @@ class ParallelBlock(nn.Module):
             for p in ln.parameters():
                 p.tp_shard = None
                 p.sequence_parallel = sequence_parallel
-        self.attn = ParallelAttention(full.attn, group, sequence_parallel)
-        self.mlp = ParallelMLP(full.mlp, group, sequence_parallel)
+        self.attn = ParallelAttention(full.attn, group, sequence_parallel, regather)
+        self.mlp = ParallelMLP(full.mlp, group, sequence_parallel, regather=regather)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -289,19 +318,20 @@ def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
     return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
 
 
-def _parallelize(ref, kind, group, sequence_parallel, mistake):
+def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
     if kind == "mlp":
-        return ParallelMLP(ref, group, sequence_parallel, mistake=mistake)
+        return ParallelMLP(ref, group, sequence_parallel, mistake=mistake, regather=regather)
     if mistake is not None:
         raise ValueError("the f/g mistake demo is built on the MLP only (kind='mlp').")
     cls = ParallelAttention if kind == "attention" else ParallelBlock
-    return cls(ref, group, sequence_parallel)
+    return cls(ref, group, sequence_parallel, regather)
 
 
 def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
                            mistake: str | None = None, batch: int = 2, seq: int = 8,
                            d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
-                           dtype: str = "float64", seed: int = 0, lr: float = 0.1) -> dict:
+                           dtype: str = "float64", seed: int = 0, lr: float = 0.1,
+                           regather: bool = False) -> dict:
     """Run one forward/backward/SGD step of the TP (or TP+SP) ``kind`` on this rank and
     of the full single-process module, from the same weights and inputs.
 
@@ -313,7 +343,7 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
     if sequence_parallel:
         _require_divisible(seq, size, "seq")
     ref = _reference(kind, d_model, n_heads, d_ff, dt, seed)
-    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake)
+    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake, regather)
     gen = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)
     dy = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)  # a generic upstream grad
@@ -389,3 +419,39 @@ def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int
     (y * torch.randn(y.shape, generator=gen, dtype=y.dtype)).sum().backward()
     return {"out": y.detach(), "x_grad": x.grad, "fc1_grad": mlp.fc1.weight.grad,
             "fc2_grad": mlp.fc2.weight.grad}
+
+
+def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: int = 64,
+                     n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
+    """Rank function: bytes of the tensors one transformer block saves for backward on
+    this rank (measured with ``saved_tensors_hooks``; parameters excluded, tensors that
+    share storage counted once). ``mode``: "single" (the full block, any world size),
+    "tp", "tp_sp" (SP, column layers keep the gathered input) or "tp_sp_regather"
+    (SP as in the paper: only input shards are kept)."""
+    from .models import Block
+
+    dt = getattr(torch, dtype)
+    rank, size = group_rank_size()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        block = Block(d_model, n_heads, 4 * d_model).to(dt)
+    x = torch.randn(batch, seq, d_model, dtype=dt, generator=torch.Generator().manual_seed(seed))
+    if mode != "single":
+        sp = mode.startswith("tp_sp")
+        if sp:
+            _require_divisible(seq, size, "seq")
+            x = x.chunk(size, dim=1)[rank].clone()  # its own storage, as on a real rank
+        block = ParallelBlock(block, None, sequence_parallel=sp, regather=mode == "tp_sp_regather")
+    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
+    seen = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params:
+            seen[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    x.requires_grad_()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        block(x)
+    return {"bytes": sum(seen.values()), "tensors": len(seen)}
