@@ -1,0 +1,122 @@
+"""Grids of ranks x chunks for notebook 01 (``notebooks/01_collectives.ipynb``).
+
+:func:`collective_replay` steps through a *recorded* run (the per-rank
+:class:`~companion.collectives.Traffic` returned by real ranks) with a Play button and
+a slider; :func:`draw_replay_frame` draws one frame on a matplotlib axis, and
+:func:`plot_rank_tensors` shows every rank's tensor (the before/after pictures).
+"""
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..collectives.replay import Replay, replay
+from ..plotting import rank_colors
+from ._base import guarded
+
+__all__ = ["collective_replay", "draw_replay_frame", "plot_rank_tensors"]
+
+
+def _label(cell: frozenset, n: int) -> str:
+    if not cell:
+        return "·"
+    if len(cell) == n and n > 3:
+        return "Σ all"
+    return "+".join(str(r) for r in sorted(cell))
+
+
+def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = ""):
+    """Draw frame ``frame`` of a replay: each cell names the ranks summed in it; arrows are
+    the messages of the step that produced this frame (colour of the sender)."""
+    if not 0 <= frame < len(rp.frames):
+        raise ValueError(f"frame must be in 0..{len(rp.frames) - 1}, got {frame}.")
+    ax = ax or plt.gca()
+    n, state = rp.world_size, rp.frames[frame]
+    ncols = len(state[0])
+    counts = np.array([[len(c) for c in row] for row in state], dtype=float)
+    ax.imshow(counts, cmap="Blues", vmin=0, vmax=n * 1.6, aspect="auto")
+    for r in range(n):
+        for c in range(ncols):
+            ax.text(c, r, _label(state[r][c], n), ha="center", va="center", fontsize=11,
+                    fontweight="bold" if len(state[r][c]) == n else "normal")
+    colors = rank_colors(n)
+    if frame > 0:
+        for src, dst, c0, c1, kind in rp.moves[frame - 1]:
+            x = (c0 + c1) / 2 + 0.3
+            # a bar under the receiving cells marks the whole range the message carried
+            ax.plot([c0 - 0.45, c1 + 0.45], [dst + 0.42, dst + 0.42], color=colors[src], lw=4,
+                    solid_capstyle="butt")
+            ax.annotate("", xy=(x, dst), xytext=(x, src),
+                        arrowprops=dict(arrowstyle="-|>", color=colors[src], lw=2,
+                                        linestyle="-" if kind == "reduce" else "--",
+                                        connectionstyle="arc3,rad=0.25"))
+    ax.set_xticks(range(ncols))
+    ax.set_xticklabels([f"chunk {c}\n[{rp.bounds[c]}:{rp.bounds[c + 1]}]" for c in range(ncols)],
+                       fontsize=10)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([f"rank {r}" for r in range(n)])
+    ax.grid(False)
+    if frame == 0:
+        what = "start: each rank holds its own data"
+    else:
+        moves = rp.moves[frame - 1]
+        what = (f"after step {frame} of {len(rp.frames) - 1}: {len(moves)} messages, "
+                f"{rp.bytes_per_step[frame - 1]} bytes")
+    ax.set_title(f"{title}\n{what}" if title else what, fontsize=13)
+    ax.set_xlabel("chunk of the flattened tensor [element range]  "
+                  "(solid arrow: received and added; dashed: received and copied)", fontsize=10)
+    return ax
+
+
+def collective_replay(traffics, title: str = "", figsize=(9, 4.2)):
+    """Play/slider through a recorded collective; ``.slider``/``.play`` are the controls,
+    ``.replay`` the frames and ``.last_title`` what the figure shows now."""
+    rp = traffics if isinstance(traffics, Replay) else replay(traffics)
+    out = W.Output()
+    slider = W.IntSlider(value=0, min=0, max=len(rp.frames) - 1, description="step",
+                         continuous_update=True)
+    play = W.Play(value=0, min=0, max=len(rp.frames) - 1, interval=1200, description="play")
+    W.jslink((play, "value"), (slider, "value"))
+    box = W.VBox([W.HBox([play, slider]), out])
+
+    @guarded(out)
+    def redraw(change=None):
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=figsize)
+            draw_replay_frame(rp, slider.value, ax, title)
+            box.last_title = ax.get_title()
+            plt.show()
+            plt.close(fig)
+
+    slider.observe(redraw, names="value")
+    box.slider, box.play, box.output, box.replay = slider, play, out, rp
+    box.last_title = ""
+    redraw()
+    return box
+
+
+def plot_rank_tensors(tensors, ax=None, title: str = "", fmt: str = "{:g}"):
+    """One row per rank, one cell per element (flattened); ``None`` rows show as empty."""
+    ax = ax or plt.gca()
+    n = len(tensors)
+    width = max((t.numel() for t in tensors if t is not None), default=1)
+    grid = np.full((n, width), np.nan)
+    for r, t in enumerate(tensors):
+        if t is not None:
+            grid[r, :t.numel()] = t.reshape(-1).float().numpy()
+    ax.imshow(np.nan_to_num(grid, nan=0.0), cmap="Blues", aspect="auto",
+              vmin=min(0.0, np.nanmin(grid) if np.isfinite(grid).any() else 0.0),
+              vmax=(np.nanmax(grid) if np.isfinite(grid).any() else 1.0) * 1.6 + 1e-9)
+    for r in range(n):
+        for c in range(width):
+            ax.text(c, r, "" if np.isnan(grid[r, c]) else fmt.format(grid[r, c]),
+                    ha="center", va="center", fontsize=10)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([f"rank {r}" for r in range(n)])
+    ax.set_xticks(range(width))
+    ax.set_xlabel("element")
+    ax.grid(False)
+    ax.set_title(title)
+    return ax
