@@ -24,8 +24,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_launching_ranks.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_launching_ranks.ipynb
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
