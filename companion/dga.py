@@ -181,22 +181,25 @@ def simulate(grad_fns: list, w0: torch.Tensor, *, algorithm: str, steps: int, lr
     return ws
 
 
-def digits_split():
+def digits_split(data=None):
     """``(train, test)`` digits tensors: 1440 training samples, 357 held out.
+
+    ``data`` is ``load_digits()``'s result; pass it from the notebook so that the ranks
+    need not import scikit-learn (seconds per rank on a busy 2-core machine).
 
     The split is a fixed random permutation: the file is ordered by writer, so its last
     rows would make a test set of unseen writers rather than unseen digits.
     """
-    x, y = load_digits()
+    x, y = load_digits() if data is None else data
     perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
     train, test = perm[:N_TRAIN], perm[N_TRAIN:]
     return (x[train], y[train]), (x[test], y[test])
 
 
 def mlp_problem(rank_: int, world_size_: int, *, batch_size: int = 64, seed: int = 0,
-                hidden: int = 128):
+                hidden: int = 128, data=None):
     """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches."""
-    train_data, (x_test, y_test) = digits_split()
+    train_data, (x_test, y_test) = digits_split(data)
     model = TinyMLP(hidden=hidden, seed=seed)
     params = list(model.parameters())
 
@@ -266,17 +269,18 @@ def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected
           batch_size: int = 64, seed: int = 0,
           alpha_ms: float = 0.0, bandwidth_mbps: float = math.inf, compute_ms: float = 0.0,
           hidden: int = 128, update_rule: Callable | None = None, timeline: bool = False,
-          return_params: bool = False, group=None) -> dict:
+          return_params: bool = False, data=None, group=None) -> dict:
     """Train TinyMLP on digits on this rank with ``algorithm`` behind an emulated link.
 
     ``alpha_ms``/``bandwidth_mbps`` set the link (latency, megabits per second);
-    ``compute_ms`` pads each step to an emulated device time. Returns this rank's test
+    ``compute_ms`` pads each step to an emulated device time; ``data`` is
+    ``load_digits()`` passed in (else loaded here). Returns this rank's test
     accuracy, losses, seconds per step and (``timeline=True``) its recorded timeline.
     """
     if update_rule is None:
         update_rule = dga_update if corrected else stale_update
     grad_fn, w, accuracy_fn = mlp_problem(rank(), world_size(), batch_size=batch_size,
-                                          seed=seed, hidden=hidden)
+                                          seed=seed, hidden=hidden, data=data)
     beta = bandwidth_mbps * 1e6 / 8
     with DelayedComm(alpha_ms / 1e3, beta, group=group) as comm:
         dist.barrier(group=comm.group)  # start the clocks together
@@ -308,7 +312,8 @@ def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: fl
             else torch.zeros(0, dim)}
 
 
-def sweep(*, runs: list[dict]) -> list[dict]:
+def sweep(*, runs: list[dict], data=None) -> list[dict]:
     """Run several :func:`train` configurations in one launch (one shared process group)."""
     group = dist.new_group(backend="gloo")
-    return [train(group=group, **cfg) for cfg in runs]
+    data = load_digits() if data is None else data
+    return [train(group=group, data=data, **cfg) for cfg in runs]
