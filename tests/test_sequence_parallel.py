@@ -86,3 +86,22 @@ def test_ulysses_with_point_to_point_all_to_all():
     for impl in ("torch", "p2p"):
         for r in companion.launch(compare_attention, world_size=4, method="ulysses", impl=impl):
             assert r["out"] == 0.0 and r["grads"] == 0.0
+
+
+def test_recorded_frames_drive_the_player(runs):
+    import matplotlib
+    matplotlib.use("Agg")
+    from companion.widgets import grid_player, ring_frames, ulysses_frames
+
+    ring = ring_frames([r[("ring", True)]["trace"] for r in runs[4]])
+    assert len(ring) == 4
+    final = ring[-1]["grid"]
+    assert (final >= 0).sum() == 10 and (final == -2).sum() == 6  # causal: 4*5/2 blocks used
+    ul = ulysses_frames([r[("ulysses", True)]["layout"] for r in runs[4]], heads=4, seq=16)
+    assert (ul[1]["grid"] == [[h] * 16 for h in range(4)]).all()  # head h lives on rank h
+    w = grid_player(ring, n_ranks=4)
+    first = w.last_title
+    w.slider.value = 3
+    assert w.last_title != first and "step 3" in w.last_title
+    with pytest.raises(ValueError, match="at least one frame"):
+        grid_player([], 4)

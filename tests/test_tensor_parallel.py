@@ -150,3 +150,35 @@ def test_comm_log_single_process():
     assert log.bytes() == 0 and log.bytes(wire=False) == 96
     with pytest.raises(ValueError, match="one input per rank"):
         comm_log.all_to_all([x, x])
+
+
+def test_split_explorer_widget_redraws_and_rejects_bad_sizes(capsys):
+    import matplotlib
+    matplotlib.use("Agg")
+    from companion.widgets import tp_split_explorer
+
+    w = tp_split_explorer()
+    first = w.last_title
+    w.kind.value = "qkv"
+    assert w.last_title != first and "heads" in w.last_title
+    shown = w.last_title
+    capsys.readouterr()
+    w.tp.value = 3  # 4 heads do not split over 3 ranks: the widget says so, no crash
+    assert w.last_title == shown
+    # Outside a kernel the Output widget does not capture, so the message reaches stdout.
+    assert "Invalid input: n_heads=4 is not divisible by t=3" in capsys.readouterr().out
+
+
+def test_activation_memory_explorer_follows_formula():
+    import matplotlib
+    matplotlib.use("Agg")
+    from companion.memory import activation_memory_per_layer as amp
+    from companion.widgets import activation_memory_explorer
+
+    w = activation_memory_explorer()
+    before = dict(w.values)
+    w.tp.value = 2
+    assert w.values != before
+    assert w.values["TP+SP"] == amp(w.seq.value, 1, 4096, 32, tp=2, sequence_parallel=True)
+    # Sequence parallelism makes the whole layer scale with 1/t (CS336 L8).
+    assert w.values["TP+SP"] == pytest.approx(w.values["none"] / 2)

@@ -1,0 +1,214 @@
+"""Pictures and widgets for notebooks 05 (tensor parallelism) and 06 (sequence parallelism).
+
+* :func:`tp_split_explorer`: which rank owns which part of a weight matrix (column
+  split, row split, the fused q|k|v projection split by heads) for a chosen TP size.
+* :func:`grid_player`: Play/slider through frames recorded on real ranks
+  (:func:`ring_frames` turns ring-attention traces into frames, :func:`ulysses_frames`
+  the layouts measured around Ulysses' all-to-all).
+* :func:`activation_memory_explorer`: Korthikanti et al.'s per-layer activation memory
+  (``companion.memory``) for no parallelism, TP, TP+SP, TP+SP+selective recompute.
+"""
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import ListedColormap
+
+from ..plotting import rank_colors
+from ._base import guarded
+
+__all__ = ["draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
+           "grid_player", "activation_memory_explorer"]
+
+
+def _owner_grid(kind: str, tp: int, d_model: int, d_ff: int, n_heads: int):
+    """(owner rank per weight element, title) in nn.Linear's [out, in] layout."""
+    if tp < 1:
+        raise ValueError(f"tensor-parallel size must be >= 1, got {tp}.")
+    if kind == "column":
+        if d_ff % tp:
+            raise ValueError(f"d_ff={d_ff} is not divisible by t={tp}; pick t dividing {d_ff}.")
+        grid = np.repeat(np.arange(tp), d_ff // tp)[:, None].repeat(d_model, axis=1)
+        return grid, f"fc1 [{d_ff} x {d_model}], column-parallel: rank i keeps {d_ff // tp} output rows"
+    if kind == "row":
+        if d_ff % tp:
+            raise ValueError(f"d_ff={d_ff} is not divisible by t={tp}; pick t dividing {d_ff}.")
+        grid = np.repeat(np.arange(tp), d_ff // tp)[None, :].repeat(d_model, axis=0)
+        return grid, f"fc2 [{d_model} x {d_ff}], row-parallel: rank i keeps {d_ff // tp} input columns"
+    if kind == "qkv":
+        if n_heads % tp:
+            raise ValueError(f"n_heads={n_heads} is not divisible by t={tp}; pick t dividing {n_heads}.")
+        rows = d_model // tp
+        block = np.repeat(np.arange(tp), rows)
+        grid = np.concatenate([block] * 3)[:, None].repeat(d_model, axis=1)
+        return grid, (f"qkv [3*{d_model} x {d_model}] split by heads: rank i keeps "
+                      f"{n_heads // tp} head(s) of q, of k and of v")
+    raise ValueError(f"kind must be 'column', 'row' or 'qkv', got {kind!r}.")
+
+
+def draw_split(kind: str, tp: int, ax=None, d_model: int = 8, d_ff: int = 16, n_heads: int = 4):
+    """Colour every element of the weight by the rank that stores it."""
+    grid, title = _owner_grid(kind, tp, d_model, d_ff, n_heads)
+    ax = ax or plt.gca()
+    ax.imshow(grid, cmap=ListedColormap(rank_colors(tp)), vmin=-0.5, vmax=tp - 0.5,
+              aspect="equal")
+    if kind == "qkv":
+        for i, name in enumerate("qkv"):
+            ax.axhline((i + 1) * d_model - 0.5, color="black", lw=2)
+            ax.text(-1.2, i * d_model + d_model / 2, name, ha="right", va="center", fontsize=14)
+    ax.set_title(title, fontsize=12)
+    ax.set_xlabel("input feature")
+    ax.set_ylabel("output feature")
+    ax.grid(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in rank_colors(tp)]
+    ax.legend(handles, [f"rank {r}" for r in range(tp)], loc="upper left",
+              bbox_to_anchor=(1.02, 1), fontsize=10)
+    return ax
+
+
+def tp_split_explorer():
+    """Dropdown (column / row / qkv) and a slider for the TP size t; ``.kind``,
+    ``.tp`` are the controls and ``.last_title`` what is drawn now."""
+    kind = W.Dropdown(options=[("fc1: column split", "column"), ("fc2: row split", "row"),
+                               ("fused qkv: split by heads", "qkv")], value="column",
+                      description="layer")
+    tp = W.IntSlider(value=2, min=1, max=8, description="t (TP size)")
+    out = W.Output()
+    box = W.VBox([W.HBox([kind, tp]), out])
+
+    @guarded(out)
+    def redraw(change=None):
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(8, 5))
+            draw_split(kind.value, tp.value, ax)
+            box.last_title = ax.get_title()
+            plt.show()
+            plt.close(fig)
+
+    kind.observe(redraw, names="value")
+    tp.observe(redraw, names="value")
+    box.kind, box.tp, box.output, box.last_title = kind, tp, out, ""
+    redraw()
+    return box
+
+
+def ring_frames(traces: list[list[dict]]) -> list[dict]:
+    """Frames from per-rank ring-attention traces (``compare_attention(...)["trace"]``):
+    cell (query block i, K/V block j) holds the step at which rank i used block j,
+    -2 if the causal mask skipped it, -1 if not reached yet."""
+    n = len(traces)
+    frames = []
+    grid = np.full((n, n), -1)
+    for step in range(n):
+        for rank, trace in enumerate(traces):
+            rec = trace[step]
+            grid[rank, rec["kv_block"]] = step if rec["computed"] else -2
+        holds = ", ".join(f"r{r}:{traces[r][step]['kv_block']}" for r in range(n))
+        frames.append({"grid": grid.copy(), "title": f"ring step {step}: K/V block held {holds}",
+                       "xlabel": "K/V block", "ylabel": "query block (= rank)", "kind": "steps"})
+    return frames
+
+
+def ulysses_frames(layouts: list[dict], heads: int, seq: int) -> list[dict]:
+    """Frames (owner rank of each head x token block) before Ulysses' all-to-all, after
+    it (measured: ``compare_attention(method="ulysses")["layout"]`` per rank), and after
+    the inverse all-to-all."""
+    n = len(layouts)
+    before = np.repeat(np.arange(n), seq // n)[None, :].repeat(heads, axis=0)
+    after = np.full((heads, seq), -1)
+    for rank, lay in enumerate(layouts):
+        for h in lay["heads"].tolist():
+            after[h, lay["tokens"].tolist()] = rank
+    common = {"xlabel": "token position", "ylabel": "head", "kind": "owner"}
+    return [dict(grid=before, title="before: rank r holds tokens of shard r, all heads", **common),
+            dict(grid=after, title="after all-to-all: rank r holds all tokens of its heads "
+                 "(attention runs locally)", **common),
+            dict(grid=before, title="after the inverse all-to-all: back to sequence shards", **common)]
+
+
+def draw_grid(frame: dict, n_ranks: int, ax=None):
+    """Draw one frame: ``kind="owner"`` colours cells by rank, ``"steps"`` writes the step."""
+    ax = ax or plt.gca()
+    grid = frame["grid"]
+    colors = ["#FFFFFF"] + rank_colors(n_ranks)
+    if frame["kind"] == "owner":
+        ax.imshow(grid + 1, cmap=ListedColormap(colors), vmin=-0.5, vmax=n_ranks + 0.5, aspect="auto")
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in rank_colors(n_ranks)]
+        ax.legend(handles, [f"rank {r}" for r in range(n_ranks)], loc="upper left",
+                  bbox_to_anchor=(1.02, 1), fontsize=10)
+    else:
+        shade = np.where(grid >= 0, 1.0, np.where(grid == -2, 0.25, 0.0))
+        ax.imshow(shade, cmap="Blues", vmin=0, vmax=1.6, aspect="auto")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, {-1: "", -2: "masked"}.get(int(v), f"step {v}"), ha="center",
+                    va="center", fontsize=10)
+        ax.set_xticks(range(grid.shape[1]))
+        ax.set_yticks(range(grid.shape[0]))
+    ax.set_title(frame["title"], fontsize=12)
+    ax.set_xlabel(frame["xlabel"])
+    ax.set_ylabel(frame["ylabel"])
+    ax.grid(False)
+    return ax
+
+
+def grid_player(frames: list[dict], n_ranks: int, figsize=(8, 4)):
+    """Play/slider through recorded frames; ``.slider``, ``.play`` and ``.last_title``."""
+    if not frames:
+        raise ValueError("grid_player needs at least one frame (record a run first).")
+    out = W.Output()
+    slider = W.IntSlider(value=0, min=0, max=len(frames) - 1, description="frame")
+    play = W.Play(value=0, min=0, max=len(frames) - 1, interval=1500, description="play")
+    W.jslink((play, "value"), (slider, "value"))
+    box = W.VBox([W.HBox([play, slider]), out])
+
+    @guarded(out)
+    def redraw(change=None):
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=figsize)
+            draw_grid(frames[slider.value], n_ranks, ax)
+            box.last_title = ax.get_title()
+            plt.show()
+            plt.close(fig)
+
+    slider.observe(redraw, names="value")
+    box.slider, box.play, box.output, box.last_title = slider, play, out, ""
+    redraw()
+    return box
+
+
+def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int = 1):
+    """Sliders for sequence length and TP size; bars of one layer's activation memory
+    (GiB, Korthikanti et al.'s formulas in ``companion.memory``). ``.values`` holds the
+    numbers drawn."""
+    from ..memory import activation_memory_per_layer as amp
+
+    seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description="seq len")
+    tp = W.Dropdown(options=[1, 2, 4, 8], value=8, description="t (TP size)")
+    out = W.Output()
+    box = W.VBox([W.HBox([seq, tp]), out])
+
+    @guarded(out)
+    def redraw(change=None):
+        args = (seq.value, batch, hidden, heads)
+        values = {"none": amp(*args), "TP": amp(*args, tp=tp.value),
+                  "TP+SP": amp(*args, tp=tp.value, sequence_parallel=True),
+                  "TP+SP+selective\nrecompute": amp(*args, tp=tp.value, sequence_parallel=True,
+                                                    recompute="selective")}
+        box.values = values
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(8, 4))
+            ax.bar(list(values), [v / 2**30 for v in values.values()], color=rank_colors(4))
+            ax.set_ylabel("activation memory per layer (GiB)")
+            ax.set_title(f"one layer, h={hidden}, a={heads}, b={batch}, s={seq.value}, t={tp.value}")
+            plt.show()
+            plt.close(fig)
+
+    seq.observe(redraw, names="value")
+    tp.observe(redraw, names="value")
+    box.seq, box.tp, box.output, box.values = seq, tp, out, {}
+    redraw()
+    return box
