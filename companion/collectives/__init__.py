@@ -14,6 +14,7 @@ from .all_reduce import (ALL_REDUCE_ALGORITHMS, naive_all_reduce, parameter_serv
                          reduce_scatter_all_gather_all_reduce, ring_all_reduce, tree_all_reduce)
 from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
                          scatter)
+from . import demos
 from .replay import replay
 from .traffic import Message, Traffic, chunk_offsets, chunk_sizes, traffic
 

@@ -61,11 +61,11 @@ def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = ""):
         what = "start: each rank holds its own data"
     else:
         moves = rp.moves[frame - 1]
-        what = (f"after step {frame} of {len(rp.frames) - 1}: {len(moves)} messages, "
-                f"{rp.bytes_per_step[frame - 1]} bytes")
+        what = (f"after step {frame} of {len(rp.frames) - 1}: {len(moves)} "
+                f"message{'s' if len(moves) != 1 else ''}, {rp.bytes_per_step[frame - 1]} bytes")
     ax.set_title(f"{title}\n{what}" if title else what, fontsize=13)
-    ax.set_xlabel("chunk of the flattened tensor [element range]  "
-                  "(solid arrow: received and added; dashed: received and copied)", fontsize=10)
+    ax.set_xlabel("chunk [element range]\narrow: solid = received and added, "
+                  "dashed = copied", fontsize=10)
     return ax
 
 

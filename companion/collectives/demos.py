@@ -1,0 +1,107 @@
+"""Rank functions behind the demonstrations of notebooks 01 and 02.
+
+Each runs inside ranks (``companion.launch(fn, world_size=N)``) and returns data for
+the notebook to draw; the registered ones also run as
+``python -m companion run collectives_<name> --world-size N``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from ..experiments import experiment
+from .all_reduce import ALL_REDUCE_ALGORITHMS
+from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
+                         scatter)
+from .traffic import traffic
+
+__all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep",
+           "exercise_input"]
+
+
+def rank_values(numel: int = 4) -> torch.Tensor:
+    """Rank r's demo tensor ``[10r+1, 10r+2, ...]``: sums stay readable and exact."""
+    return torch.arange(1, numel + 1, dtype=torch.float32) + 10 * dist.get_rank()
+
+
+def _table(results) -> str:
+    rows = [f"{'collective':<28}{'result on rank 0':<40}{'msgs':>6}{'steps':>7}"]
+    for name, (out, t) in results[0].items():
+        shown = [o.tolist() for o in out] if isinstance(out, list) else (
+            None if out is None else out.tolist())
+        rows.append(f"{name:<28}{str(shown)[:38]:<40}{t['messages']:>6}{t['steps']:>7}")
+    return "\n".join(rows)
+
+
+@experiment("collectives_primitives", summarize=_table)
+def primitives_demo(numel: int = 4) -> dict:
+    """Every primitive once on :func:`rank_values`; per primitive (result, traffic summary)."""
+    x, n = rank_values(numel), dist.get_world_size()
+    calls = {
+        "broadcast": lambda: broadcast(x, src=0),
+        "reduce": lambda: reduce(x, dst=0),
+        "scatter": lambda: scatter(x, src=0),
+        "gather": lambda: gather(x, dst=0),
+        "all_gather": lambda: all_gather(x),
+        "reduce_scatter": lambda: reduce_scatter(x),
+        "all_to_all": lambda: all_to_all(list(x.tensor_split(n))),
+    }
+    out = {}
+    for name, call in calls.items():
+        with traffic() as t:
+            result = call()
+        out[name] = (result, t.summary())
+    return out
+
+
+@experiment("collectives_all_reduce", summarize=_table)
+def all_reduce_demo(numel: int = 4) -> dict:
+    """Every all-reduce algorithm and ``dist.all_reduce`` on :func:`rank_values`."""
+    x = rank_values(numel)
+    out = {}
+    for name, fn in ALL_REDUCE_ALGORITHMS.items():
+        with traffic() as t:
+            result = fn(x)
+        out[name] = (result, t.summary())
+    y = x.clone()
+    dist.all_reduce(y)
+    out["torch"] = (y, {"messages": 0, "steps": 0, "bytes_sent": 0, "bytes_received": 0})
+    return out
+
+
+def record(*names: str, numel: int = 8):
+    """The :class:`Traffic` of the named collectives run one after another on one tensor.
+
+    Names are all-reduce algorithms, or "reduce_scatter" then "all_gather" (the second
+    gathers the chunks the first produced), so notebook 01 can replay any of them.
+    """
+    x = rank_values(numel)
+    n = dist.get_world_size()
+    with traffic() as t:
+        for name in names:
+            if name == "reduce_scatter":
+                x = reduce_scatter(x)
+            elif name == "all_gather":
+                sizes = [c.numel() for c in torch.empty(numel).tensor_split(n)]
+                mine = x if x.numel() == sizes[dist.get_rank()] else x.tensor_split(n)[dist.get_rank()]
+                x = torch.cat(all_gather(mine, sizes=sizes))
+            else:
+                x = ALL_REDUCE_ALGORITHMS[name](x)
+    return t
+
+
+@experiment("collectives_traffic_sweep")
+def traffic_sweep(numel: int = 4096) -> dict:
+    """Per algorithm, this rank's traffic summary for one all-reduce of ``numel`` floats."""
+    x = torch.ones(numel)
+    out = {}
+    for name, fn in ALL_REDUCE_ALGORITHMS.items():
+        with traffic() as t:
+            fn(x)
+        out[name] = t.summary()
+    return out
+
+
+def exercise_input() -> torch.Tensor:
+    """Notebook 01's exercise tensor: 10 elements, so 4 ranks get chunks of 3, 3, 2, 2."""
+    return torch.arange(10, dtype=torch.float32) * (dist.get_rank() + 1)
