@@ -86,7 +86,7 @@ def test_bad_input():
 
 def test_reference_step_is_torch_sgd():
     ref = reference_step(stages=2, microbatches=4, depth=3, batch=BATCH)
-    pieces = split_stages(TinyMLP(depth=3), 2)
+    pieces = split_stages(TinyMLP(hidden=64, depth=3), 2)
     for vs, piece in enumerate(pieces):
         opt = torch.optim.SGD(piece.parameters(), lr=0.1)
         for name, prm in piece.named_parameters():
