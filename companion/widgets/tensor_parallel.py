@@ -18,8 +18,63 @@ from matplotlib.colors import ListedColormap
 from ..plotting import rank_colors
 from ._base import guarded
 
-__all__ = ["draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
+__all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
            "grid_player", "activation_memory_explorer"]
+
+
+def _box(ax, x, y, text, color="#FFFFFF", w=1.5, h=0.7, fontsize=11, alpha=0.9):
+    ax.add_patch(plt.Rectangle((x - w / 2, y - h / 2), w, h, facecolor=color, edgecolor="black",
+                               lw=1.5, alpha=alpha))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
+
+
+def _arrow(ax, x0, y0, x1, y1, color="black"):
+    ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=1.5))
+
+
+def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
+    """The Megatron MLP as a dataflow diagram: ``f`` -> per-rank ``GeLU(X A_i) B_i`` ->
+    ``g``, with what each operator does in forward and in backward (with sequence
+    parallelism: all-gather / reduce-scatter and the LayerNorm on sequence shards)."""
+    if not 1 <= tp <= 4:
+        raise ValueError(f"draw_fg_dataflow draws 1-4 ranks, got tp={tp}.")
+    ax = ax or plt.gca()
+    colors = rank_colors(tp)
+    lanes = np.linspace(tp - 1, 0, tp) * 1.2 if tp > 1 else np.array([0.0])
+    mid = lanes.mean()
+    x_in = 0.0
+    if sequence_parallel:
+        _box(ax, 0.0, mid, "LayerNorm\non X[s/t]\n(per rank)", "#EEEEEE", h=1.2)
+        x_in = 0.9
+    # Korthikanti et al. call the SP pair g (all-gather) and g-bar (reduce-scatter).
+    f_text = ("g\nfwd: all-gather\nbwd: reduce-scatter" if sequence_parallel
+              else "f\nfwd: identity\nbwd: all-reduce")
+    g_text = ("$\\bar{g}$\nfwd: reduce-scatter\nbwd: all-gather" if sequence_parallel
+              else "g\nfwd: all-reduce\nbwd: identity")
+    _box(ax, 2.0, mid, f_text, "#FFE9B0", w=1.9, h=1.3, fontsize=9.5)
+    _box(ax, 10.0, mid, g_text, "#FFE9B0", w=2.1, h=1.3, fontsize=9.5)
+    if sequence_parallel:
+        _arrow(ax, 0.75, mid, 1.05, mid)
+    for r, y in enumerate(lanes):
+        _box(ax, 4.6, y, f"$Y_{r} = $GeLU$(X A_{r})$", colors[r], w=2.4, alpha=0.45)
+        _box(ax, 7.6, y, f"$Z_{r} = Y_{r} B_{r}$", colors[r], w=1.9, alpha=0.45)
+        _arrow(ax, 2.95, mid, 3.4, y)
+        _arrow(ax, 5.8, y, 6.65, y)
+        _arrow(ax, 8.55, y, 8.95, mid)
+        ax.text(4.6, y - 0.5, f"rank {r}: column shard $A_{r}$", ha="center", fontsize=9)
+        ax.text(7.6, y - 0.5, f"row shard $B_{r}$", ha="center", fontsize=9)
+    ax.text(11.3, mid, "Z" if not sequence_parallel else "Z[s/t]", ha="left", va="center",
+            fontsize=14)
+    _arrow(ax, 11.05, mid, 11.3, mid)
+    ax.text(6.1, lanes.max() + 0.9, "no communication between the two linears", ha="center",
+            fontsize=11, style="italic")
+    ax.set_xlim(-1.0, 12.2)
+    ax.set_ylim(lanes.min() - 1.0, lanes.max() + 1.3)
+    ax.axis("off")
+    ax.set_title(("Megatron-SP" if sequence_parallel else "Megatron") +
+                 f" MLP on t={tp} ranks: collectives only at the region's edges")
+    return ax
 
 
 def _owner_grid(kind: str, tp: int, d_model: int, d_ff: int, n_heads: int):
@@ -56,7 +111,8 @@ def draw_split(kind: str, tp: int, ax=None, d_model: int = 8, d_ff: int = 16, n_
     if kind == "qkv":
         for i, name in enumerate("qkv"):
             ax.axhline((i + 1) * d_model - 0.5, color="black", lw=2)
-            ax.text(-1.2, i * d_model + d_model / 2, name, ha="right", va="center", fontsize=14)
+            ax.text(d_model / 2 - 0.5, i * d_model + d_model / 2 - 0.5, name, ha="center",
+                    va="center", fontsize=14, bbox=dict(facecolor="white", alpha=0.8))
     ax.set_title(title, fontsize=12)
     ax.set_xlabel("input feature")
     ax.set_ylabel("output feature")
