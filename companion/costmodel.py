@@ -24,8 +24,8 @@ import torch.distributed as dist
 from .collectives import ALL_REDUCE_ALGORITHMS
 from .experiments import experiment
 
-__all__ = ["fit_alpha_beta", "coefficients", "predict_time", "crossover_bytes",
-           "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
+__all__ = ["fit_alpha_beta", "fit_from_collectives", "coefficients", "predict_time",
+           "crossover_bytes", "measured_crossover", "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
 
 ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_halving_doubling",
               "reduce_scatter+all_gather")
@@ -53,6 +53,42 @@ def fit_alpha_beta(nbytes, seconds) -> tuple[float, float]:
         raise ValueError("time does not grow with message size in these measurements; "
                          "measure larger messages (>= 1 MB) so bandwidth shows.")
     return max(float(alpha), 0.0), float(1.0 / slope)
+
+
+def fit_from_collectives(seconds: dict, world_size: int) -> tuple[float, float]:
+    """Fit one (alpha, beta) to measured all-reduces: ``{(algorithm, nbytes): seconds}``.
+
+    Each measurement is ``a * alpha + b * nbytes / beta`` with the algorithm's known
+    (a, b) from :func:`coefficients`, so all algorithms and sizes constrain the same two
+    numbers (relative least squares, as in :func:`fit_alpha_beta`). Alpha then measures
+    what one round really costs here, scheduling of ranks on shared cores included.
+    """
+    rows, times = [], []
+    for (algorithm, nbytes), t in seconds.items():
+        if algorithm not in ALGORITHMS:
+            continue  # e.g. "torch": its schedule is gloo's, not one of ours
+        a, b = coefficients(algorithm, world_size)
+        rows.append((a / t, b * nbytes / t))
+        times.append(t)
+    if len(rows) < 2:
+        raise ValueError("need at least two timings of this package's algorithms to fit.")
+    (alpha, slope), *_ = np.linalg.lstsq(np.array(rows), np.ones(len(rows)), rcond=None)
+    if slope <= 0:
+        raise ValueError("time does not grow with message size in these measurements; "
+                         "measure larger messages (>= 1 MB) so bandwidth shows.")
+    return max(float(alpha), 0.0), float(1.0 / slope)
+
+
+def measured_crossover(sizes, first_seconds, second_seconds) -> float | None:
+    """Smallest size where ``second`` becomes faster than ``first`` (interpolated on log
+    axes between the two measured sizes around the switch); None if it never does."""
+    sizes = np.asarray(sizes, dtype=float)
+    ratio = np.log(np.asarray(second_seconds, dtype=float) / np.asarray(first_seconds, dtype=float))
+    for i in range(1, len(sizes)):
+        if ratio[i - 1] > 0 >= ratio[i]:
+            x0, x1 = np.log(sizes[i - 1]), np.log(sizes[i])
+            return float(np.exp(x0 + (x1 - x0) * ratio[i - 1] / (ratio[i - 1] - ratio[i])))
+    return None
 
 
 def coefficients(algorithm: str, world_size: int) -> tuple[float, float]:
@@ -115,7 +151,8 @@ def predict_from_traffic(traffics, alpha: float, beta: float) -> float:
     return sum(alpha + b / beta for b in busiest.values())
 
 
-def _median_seconds(fn, repeats: int) -> float:
+def _best_seconds(fn, repeats: int) -> float:
+    # The fastest of several runs: other processes on the machine can only add time.
     times = []
     for _ in range(repeats):
         dist.barrier()
@@ -124,7 +161,7 @@ def _median_seconds(fn, repeats: int) -> float:
         elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
         dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective ends when its last rank does
         times.append(elapsed.item())
-    return float(np.median(times))
+    return float(min(times))
 
 
 @experiment("collectives_ping_pong",
@@ -143,23 +180,23 @@ def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
                 dist.recv(buf, 0)
                 dist.send(buf, 0)
         trip()  # warm-up: the first message on a pair sets up its connection
-        out.append((buf.numel() * 4, _median_seconds(trip, repeats) / 2))
+        out.append((buf.numel() * 4, _best_seconds(trip, repeats) / 2))
     return out
 
 
 @experiment("collectives_timing")
 def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int = 3,
                     builtin: bool = True):
-    """Median seconds of each all-reduce algorithm (and dist.all_reduce) per message size."""
+    """Best-of-``repeats`` seconds of each all-reduce algorithm (and dist.all_reduce) per message size."""
     out = {}
     for nbytes in sizes:
         x = torch.randn(max(int(nbytes) // 4, 1))
         for name in algorithms:
             fn = ALL_REDUCE_ALGORITHMS[name]
             fn(x)  # warm-up
-            out[(name, x.numel() * 4)] = _median_seconds(lambda: fn(x), repeats)
+            out[(name, x.numel() * 4)] = _best_seconds(lambda: fn(x), repeats)
         if builtin:
             y = x.clone()
             dist.all_reduce(y)
-            out[("torch", x.numel() * 4)] = _median_seconds(lambda: dist.all_reduce(y), repeats)
+            out[("torch", x.numel() * 4)] = _best_seconds(lambda: dist.all_reduce(y), repeats)
     return out

@@ -74,3 +74,19 @@ def test_measurements_run():
     times = companion.launch(M.time_all_reduce, algorithms=("ring",), sizes=(4096,), repeats=1,
                              world_size=2)
     assert times[0] == times[1] and set(times[0]) == {("ring", 4096), ("torch", 4096)}
+
+
+def test_fit_from_collectives_recovers_alpha_and_beta():
+    alpha, beta = 2e-4, 5e8
+    seconds = {(name, n): M.predict_time(name, n, 4, alpha, beta)
+               for name in ("tree", "ring", "naive") for n in (1e3, 1e5, 1e7)}
+    seconds[("torch", 1e3)] = 123.0  # not one of ours: ignored
+    a, b = M.fit_from_collectives(seconds, 4)
+    assert math.isclose(a, alpha, rel_tol=1e-9) and math.isclose(b, beta, rel_tol=1e-9)
+
+
+def test_measured_crossover_interpolates_on_log_axes():
+    sizes = [1e3, 1e4, 1e5]
+    x = M.measured_crossover(sizes, [1.0, 1.0, 1.0], [4.0, 0.25, 0.1])
+    assert x == pytest.approx(10 ** 3.5)
+    assert M.measured_crossover(sizes, [1.0, 1.0, 1.0], [0.5, 0.5, 0.5]) is None
