@@ -25,7 +25,8 @@ import torch
 
 __all__ = ["PRECISIONS", "OPTIMIZERS", "bytes_per_param", "zero_memory_per_gpu",
            "max_params_that_fit", "activation_memory_per_layer", "communication_volume",
-           "ring_bytes_sent", "CommLedger", "held_bytes", "optimizer_state_tensors", "GB"]
+           "ring_bytes_sent", "CommLedger", "held_bytes", "optimizer_state_tensors", "GB",
+           "transformer_params", "MODEL_CONFIGS"]
 
 GB = 1e9  # the ZeRO paper's and the lectures' GB are decimal (7.5e9 * 16 B = "120 GB")
 
@@ -241,3 +242,42 @@ def optimizer_state_tensors(optimizer: torch.optim.Optimizer):
         for value in state.values():
             if isinstance(value, torch.Tensor):
                 yield value
+
+
+def transformer_params(layers, hidden, ffn, vocab, heads, kv_heads=None, gated_mlp=False,
+                       biases=False, tied_embeddings=False, max_positions=0) -> int:
+    """Parameter count of a decoder-only transformer from its configuration.
+
+    Per layer: Q and output projections h x h each, K and V h x (h kv_heads / heads) each
+    (grouped-query attention), an MLP of 2 (or 3 when gated, as SwiGLU) h x ffn matrices,
+    two norms; plus token embeddings (and a separate output matrix unless tied), learned
+    positions if ``max_positions``, and a final norm. ``biases=True`` adds GPT-style
+    biases and LayerNorm shifts. Used for the presets of notebook 03's calculator.
+    """
+    for name, value in (("layers", layers), ("hidden", hidden), ("ffn", ffn),
+                        ("vocab", vocab), ("heads", heads)):
+        _positive(name, value)
+    kv_heads = heads if kv_heads is None else kv_heads
+    if hidden % heads or heads % kv_heads:
+        raise ValueError("hidden must be divisible by heads and heads by kv_heads.")
+    kv = hidden * kv_heads // heads
+    attn = 2 * hidden * hidden + 2 * hidden * kv
+    mlp = (3 if gated_mlp else 2) * hidden * ffn
+    norms = 2 * hidden * (2 if biases else 1)
+    bias = (hidden + 2 * kv + hidden + ffn + hidden) if biases else 0
+    per_layer = attn + mlp + norms + bias
+    embeddings = vocab * hidden * (1 if tied_embeddings else 2) + max_positions * hidden
+    return layers * per_layer + embeddings + hidden * (2 if biases else 1)
+
+
+# name -> transformer_params(...) arguments, from each model's published configuration
+MODEL_CONFIGS = {
+    "GPT-3 175B": dict(layers=96, hidden=12288, ffn=4 * 12288, vocab=50257, heads=96,
+                       biases=True, tied_embeddings=True, max_positions=2048),
+    "Llama-3 8B": dict(layers=32, hidden=4096, ffn=14336, vocab=128256, heads=32,
+                       kv_heads=8, gated_mlp=True),
+    "Llama-3 70B": dict(layers=80, hidden=8192, ffn=28672, vocab=128256, heads=64,
+                        kv_heads=8, gated_mlp=True),
+    "Llama-3 405B": dict(layers=126, hidden=16384, ffn=53248, vocab=128256, heads=128,
+                         kv_heads=8, gated_mlp=True),
+}

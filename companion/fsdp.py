@@ -1,0 +1,282 @@
+"""FSDP (ZeRO stage 3): parameters, gradients and optimizer state all sharded; each
+layer's parameters are all-gathered just before it runs, forward and backward, and
+freed right after.
+
+Taught in notebook 03 (``notebooks/03_zero_memory.ipynb``); CS336 L8 section 3.5 and
+MIT 6.5940 L19 page 73. Compared in tests with torch's FSDP2 (``fully_shard``).
+
+Units: every element of an ``nn.ModuleList`` inside the model (a transformer block), or
+every child of an ``nn.Sequential`` model, is one unit; the root unit holds the other
+parameters (embeddings, final norm, a tied head). Per unit and step:
+
+    forward:  all-gather -> compute -> free           (root: kept until backward ends)
+    backward: all-gather -> compute -> reduce-scatter each gradient -> free
+
+so each parameter byte is communicated three times (two all-gathers, one
+reduce-scatter): 3x against DDP's 2x. The shards use :mod:`companion.zero`'s layout.
+
+Freeing uses the trick of torch's FSDP: a full parameter is one tensor object that
+autograd saves for backward; its *storage* is resized to zero after forward and
+refilled by the backward all-gather, so the saved tensor sees the data again.
+
+``compute_dtype`` (e.g. ``torch.bfloat16``) all-gathers, computes and reduce-scatters in
+that dtype while the shards (master weights) and their gradients stay fp32. This
+version does not prefetch the next unit (torch's does, to overlap communication).
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .memory import CommLedger
+from .zero import chunk_size
+
+__all__ = ["FSDP", "default_units"]
+
+
+def default_units(module: nn.Module) -> list[tuple[str, nn.Module]]:
+    """(name, submodule) of the FSDP units: ModuleList elements, or a Sequential's layers."""
+    units = [(f"{name}.{i}" if name else str(i), child)
+             for name, sub in module.named_modules() if isinstance(sub, nn.ModuleList)
+             for i, child in enumerate(sub)]
+    if not units and isinstance(module, nn.Sequential):
+        units = [(name, child) for name, child in module.named_children()
+                 if any(True for _ in child.parameters())]
+    return units
+
+
+class _PreBackward(torch.autograd.Function):
+    """Identity on a unit's output; its backward runs just before the unit's backward."""
+
+    @staticmethod
+    def forward(ctx, callback, x):
+        ctx.callback = callback
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.callback()
+        return None, grad
+
+
+class _PostBackward(torch.autograd.Function):
+    """Identity on a unit's input; its backward runs once the unit's backward is done."""
+
+    @staticmethod
+    def forward(ctx, callback, x):
+        ctx.callback = callback
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.callback()
+        return None, grad
+
+
+class _Unit:
+    def __init__(self, name, module, slots, fsdp):
+        self.name, self.module, self.fsdp = name, module, fsdp
+        self.slots = slots              # [(owner module, attribute, index into fsdp.full)]
+        self.indices = sorted({i for *_, i in slots})
+        self.gathered = False
+
+    def gather(self, phase):
+        fsdp = self.fsdp
+        if self.gathered:
+            return
+        t0 = time.perf_counter()
+        for i in self.indices:
+            full, shard = fsdp.full[i], fsdp.shards[i]
+            local = shard.detach().to(full.dtype)
+            out = torch.empty(local.numel() * fsdp.world_size, dtype=full.dtype)
+            dist.all_gather_single(out, local)
+            fsdp.ledger.record("all_gather", out.numel() * out.element_size())
+            full.untyped_storage().resize_(full.numel() * full.element_size())
+            with torch.no_grad():  # .data: refilling storage must not bump the version
+                full.data.copy_(out[:full.numel()].view_as(full))
+        for owner, attr, i in self.slots:
+            setattr(owner, attr, fsdp.full[i])
+        self.gathered = True
+        fsdp._event("all-gather", self.name, phase, t0)
+
+    def free(self, phase):
+        if not self.gathered:
+            return
+        t0 = time.perf_counter()
+        for i in self.indices:
+            self.fsdp.full[i].untyped_storage().resize_(0)
+        self.gathered = False
+        self.fsdp._event("free", self.name, phase, t0)
+
+
+class FSDP(nn.Module):
+    """Fully sharded data parallelism for ``module`` (a minimal ZeRO-3).
+
+    ``fsdp(x)`` runs the model; ``fsdp.parameters()`` are this rank's shards (in the
+    parameters' own dtype, fp32 master weights when ``compute_dtype`` is lower), which
+    any torch optimizer can step; ``finish_gradient_synchronization()`` waits for the
+    gradient reduce-scatters (also done automatically at the end of backward);
+    ``gather_full_params()`` returns ``{name: full tensor}`` with the wrapped module's own
+    parameter names (a collective: every rank must call it). ``timeline`` records
+    (event, unit, phase, start s, end s) for the notebook's plot.
+    """
+
+    def __init__(self, module: nn.Module, compute_dtype: torch.dtype | None = None,
+                 units=None):
+        super().__init__()
+        self.world_size, self.rank = dist.get_world_size(), dist.get_rank()
+        self.compute_dtype = compute_dtype
+        self.ledger = CommLedger(self.world_size)
+        self.timeline, self._t0 = [], time.perf_counter()
+        names = dict(module.named_parameters())  # a tied parameter appears once
+        index = {id(p): i for i, p in enumerate(names.values())}
+        self.param_names = list(names)
+        self.shards = nn.ParameterList()
+        self.full = []
+        for p in names.values():
+            with torch.no_grad():
+                dist.broadcast(p, src=0)  # start equal on every rank, as DDP does
+                c = chunk_size(p.numel(), self.world_size)
+                flat = F.pad(p.reshape(-1), (0, c * self.world_size - p.numel()))
+                shard = flat[self.rank * c:(self.rank + 1) * c].clone()
+            self.shards.append(nn.Parameter(shard, requires_grad=p.requires_grad))
+            full = torch.zeros(p.shape, dtype=compute_dtype or p.dtype)
+            full.requires_grad_(p.requires_grad)
+            full.untyped_storage().resize_(0)
+            if p.requires_grad:
+                full.register_post_accumulate_grad_hook(self._make_reduce_hook(len(self.full)))
+            self.full.append(full)
+        units = default_units(module) if units is None else units
+        slots, owner_of = {}, {}
+        for mod_name, mod in module.named_modules(remove_duplicate=False):
+            for attr, p in list(mod._parameters.items()):
+                if p is not None:
+                    slots.setdefault(id(mod), []).append((mod, attr, index[id(p)]))
+        unit_modules = {id(m) for _, m in units}
+        for unit_name, unit_mod in units:
+            for sub in unit_mod.modules():
+                owner_of[id(sub)] = unit_name
+        for name, mod in module.named_modules():
+            if id(mod) not in owner_of and id(mod) not in unit_modules:
+                owner_of[id(mod)] = "root"
+        per_unit = {}
+        for mod_slots in slots.values():
+            for mod, attr, i in mod_slots:
+                per_unit.setdefault(owner_of[id(mod)], []).append((mod, attr, i))
+                del mod._parameters[attr]  # the module now reads a plain tensor attribute
+        users = {}
+        for unit_name, unit_slots in per_unit.items():
+            for *_, i in unit_slots:
+                users.setdefault(i, set()).add(unit_name)
+        shared = [self.param_names[i] for i, u in users.items() if len(u) > 1]
+        if shared:
+            raise ValueError(f"parameters {shared} are shared by several FSDP units; pass "
+                             "units= so that every tied parameter's users are in one unit "
+                             "(or in the root).")
+        self.module = module
+        self.root = _Unit("root", module, per_unit.get("root", []), self)
+        self.units = [_Unit(n, m, per_unit.get(n, []), self) for n, m in units]
+        self._unit_of = {i: unit.name for unit in [self.root] + self.units for i in unit.indices}
+        self._pending = []
+        for unit in self.units:
+            unit.module.register_forward_pre_hook(self._make_pre_forward(unit))
+            unit.module.register_forward_hook(self._make_post_forward(unit))
+
+    # -- timeline -------------------------------------------------------------------
+    def _event(self, kind, unit, phase, t0):
+        self.timeline.append((kind, unit, phase, t0 - self._t0, time.perf_counter() - self._t0))
+
+    # -- forward ----------------------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        if self.compute_dtype is not None:
+            args = tuple(a.to(self.compute_dtype) if torch.is_floating_point(a) else a
+                         for a in args)
+        self.root.gather("forward")
+        out = self.module(*args, **kwargs)
+        # The root is resharded too (ZeRO-3's accounting: every parameter all-gathered in
+        # forward and again in backward); torch's FSDP2 keeps the root gathered instead.
+        self.root.free("forward")
+        if torch.is_grad_enabled() and out.requires_grad:
+            out = _PreBackward.apply(self._root_pre_backward, out)
+        return out
+
+    def _make_pre_forward(self, unit):
+        def hook(module, args):
+            unit.gather("forward")
+            unit._t_compute = time.perf_counter()
+            if torch.is_grad_enabled():
+                args = tuple(_PostBackward.apply(lambda: self._post_backward(unit), a)
+                             if isinstance(a, torch.Tensor) and a.requires_grad else a
+                             for a in args)
+            return args
+        return hook
+
+    def _make_post_forward(self, unit):
+        def hook(module, args, out):
+            self._event("compute", unit.name, "forward", unit._t_compute)
+            unit.free("forward")
+            if torch.is_grad_enabled() and isinstance(out, torch.Tensor) and out.requires_grad:
+                return _PreBackward.apply(lambda: self._pre_backward(unit), out)
+            return out
+        return hook
+
+    # -- backward ---------------------------------------------------------------------
+    def _root_pre_backward(self):
+        self.root.gather("backward")
+        torch.autograd.Variable._execution_engine.queue_callback(self._end_of_backward)
+
+    def _pre_backward(self, unit):
+        unit.gather("backward")
+        unit._t_compute = time.perf_counter()
+
+    def _post_backward(self, unit):
+        if unit.gathered:
+            self._event("compute", unit.name, "backward", unit._t_compute)
+            unit.free("backward")
+
+    def _make_reduce_hook(self, i):
+        def hook(full):
+            t0 = time.perf_counter()
+            packed = F.pad(full.grad.reshape(-1),
+                           (0, self.shards[i].numel() * self.world_size - full.numel()))
+            out = torch.empty(self.shards[i].numel(), dtype=packed.dtype)
+            work = dist.reduce_scatter_single(out, packed, async_op=True)
+            self.ledger.record("reduce_scatter", packed.numel() * packed.element_size())
+            self._pending.append((i, work, out, packed))
+            full.grad = None  # only the shard of the gradient survives
+            self._event("reduce-scatter", self._unit_of[i], "backward", t0)
+        return hook
+
+    def _end_of_backward(self):
+        for unit in self.units + [self.root]:
+            unit.free("backward")  # units whose inputs needed no gradient, and the root
+        self.finish_gradient_synchronization()
+
+    def finish_gradient_synchronization(self) -> None:
+        """Wait for the gradient reduce-scatters; shards' ``.grad`` = mean gradient (fp32)."""
+        for i, work, out, _ in self._pending:
+            work.wait()
+            grad = out.to(self.shards[i].dtype).div_(self.world_size)
+            shard = self.shards[i]
+            shard.grad = grad if shard.grad is None else shard.grad + grad
+        self._pending.clear()
+
+    @torch.no_grad()
+    def gather_full_params(self) -> dict:
+        """``{name: full tensor}`` in the wrapped module's names (all ranks call it)."""
+        result = {}
+        for name, shard, full in zip(self.param_names, self.shards, self.full):
+            out = torch.empty(shard.numel() * self.world_size, dtype=shard.dtype)
+            dist.all_gather_single(out, shard.detach())
+            result[name] = out[:full.numel()].view(full.shape).clone()
+        return result
+
+    def held_tensors(self):
+        """(parameter tensors, gradient tensors) this rank holds right now."""
+        params = list(self.shards) + self.full
+        grads = [s.grad for s in self.shards] + [f.grad for f in self.full]
+        return params, grads

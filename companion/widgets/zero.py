@@ -1,0 +1,190 @@
+"""Widgets of notebook 03 (``notebooks/03_zero_memory.ipynb``): a ZeRO memory calculator
+and an activation-memory calculator, both drawn from :mod:`companion.memory`.
+
+Each function returns an ipywidgets ``VBox`` that draws once on creation; its controls
+are attributes of the box (``box.params_b``, ``box.gpus``, ...) and ``box.output`` holds
+the figure and text, so a test can change a control and see the output change.
+"""
+from __future__ import annotations
+
+import ipywidgets as W
+
+from .. import memory as M
+from ._base import guarded
+
+__all__ = ["zero_memory", "activation_memory"]
+
+_PARTS = ("params", "grads", "optimizer")
+_PART_LABELS = {"params": "weights", "grads": "gradients", "optimizer": "optimizer state"}
+_STAGE_NAMES = ["DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"]
+_GPUS = {"A100 / H100 80 GB": 80, "H200 141 GB": 141, "V100 32 GB": 32, "RTX 4090 24 GB": 24}
+
+
+def _show(output, draw):
+    import matplotlib.pyplot as plt
+
+    with output:
+        output.clear_output(wait=True)
+        fig = draw()
+        plt.show()
+        plt.close(fig)
+
+
+def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
+                precision: str = "mixed", optimizer: str = "adam",
+                gpu_memory_gb: float = 80.0) -> W.VBox:
+    """Bytes per GPU of weights, gradients and optimizer state for ZeRO stages 0-3.
+
+    Stacked bars per stage for the chosen model, GPU count, precision and optimizer, a
+    line at the GPU's memory, each bar marked fits / does not fit; below, the largest
+    model each stage fits. Activations are not included (see :func:`activation_memory`).
+    """
+    presets = {"custom": None, "ZeRO paper 7.5B": 7.5e9}
+    presets.update({name: M.transformer_params(**cfg) for name, cfg in M.MODEL_CONFIGS.items()})
+    preset = W.Dropdown(options=list(presets), value="ZeRO paper 7.5B"
+                        if params_b == 7.5 else "custom", description="model")
+    size = W.BoundedFloatText(value=params_b, min=0, max=1e6, step=0.1,
+                              description="params (B)")
+    n = W.BoundedIntText(value=gpus, min=0, max=1_000_000, description="GPUs (N)")
+    st = W.Dropdown(options=[(name, i) for i, name in enumerate(_STAGE_NAMES)], value=stage,
+                    description="stage")
+    prec = W.Dropdown(options=list(M.PRECISIONS), value=precision, description="precision")
+    opt = W.Dropdown(options=list(M.OPTIMIZERS), value=optimizer, description="optimizer")
+    mem = W.BoundedFloatText(value=gpu_memory_gb, min=0, max=1e5, description="GPU GB")
+    gpu = W.Dropdown(options=["custom"] + list(_GPUS), value="custom", description="GPU")
+    output = W.Output()
+
+    @guarded(output)
+    def on_preset(change):
+        if presets.get(preset.value):
+            size.value = round(presets[preset.value] / 1e9, 3)
+
+    @guarded(output)
+    def on_gpu(change):
+        if gpu.value in _GPUS:
+            mem.value = _GPUS[gpu.value]
+
+    @guarded(output)
+    def redraw(change=None):
+        if size.value <= 0 or n.value <= 0 or mem.value <= 0:
+            raise ValueError("model size, GPU count and GPU memory must be positive; "
+                             "type a number above zero.")
+        num = int(round(size.value * 1e9))
+        kw = dict(precision=prec.value, optimizer=opt.value)
+        rows = [M.zero_memory_per_gpu(num, n.value, s, **kw) for s in range(4)]
+        limit = mem.value * M.GB
+
+        def draw():
+            import matplotlib.pyplot as plt
+            from ..plotting import OKABE_ITO
+
+            fig, ax = plt.subplots(figsize=(9, 4.2))
+            bottom = [0.0] * 4
+            for part, color in zip(_PARTS, OKABE_ITO):
+                values = [r[part] / M.GB for r in rows]
+                ax.bar(range(4), values, bottom=bottom, color=color, label=_PART_LABELS[part])
+                bottom = [b + v for b, v in zip(bottom, values)]
+            for s, r in enumerate(rows):
+                fits = r["total"] <= limit
+                ax.text(s, r["total"] / M.GB, f"{r['total'] / M.GB:,.1f} GB\n"
+                        + ("fits" if fits else "does not fit"), ha="center", va="bottom",
+                        color="black" if fits else OKABE_ITO[3],
+                        fontweight="bold" if s == st.value else "normal")
+            ax.axhline(mem.value, color="black", linestyle="--", label=f"GPU memory {mem.value:g} GB")
+            ax.set_xticks(range(4), [("> " if s == st.value else "") + name
+                                     for s, name in enumerate(_STAGE_NAMES)])
+            ax.set_ylabel("model states per GPU (GB)")
+            ax.set_ylim(0, max(max(bottom), mem.value) * 1.3)
+            ax.set_title(f"{num / 1e9:,.2f}B parameters on N = {n.value} GPUs, {prec.value} "
+                         f"{opt.value}")
+            ax.legend(loc="upper right", fontsize=10)
+            return fig
+
+        _show(output, draw)
+        with output:
+            per = M.bytes_per_param(**kw)
+            chosen = rows[st.value]
+            print(f"{per['params']} + {per['grads']} + {per['optimizer']} = "
+                  f"{sum(per.values())} bytes per parameter before sharding.")
+            print(f"{_STAGE_NAMES[st.value]}: {chosen['total'] / M.GB:,.2f} GB per GPU "
+                  f"({'fits' if chosen['total'] <= limit else 'does not fit'} in {mem.value:g} GB).")
+            print("Largest model that fits (weights + gradients + optimizer state only):")
+            for s, name in enumerate(_STAGE_NAMES):
+                biggest = M.max_params_that_fit(limit, n.value, s, **kw)
+                print(f"  {name:>14}: {biggest / 1e9:,.1f}B parameters")
+
+    preset.observe(on_preset, "value")
+    gpu.observe(on_gpu, "value")
+    for control in (size, n, st, prec, opt, mem):
+        control.observe(redraw, "value")
+    box = W.VBox([W.HBox([preset, size, n]), W.HBox([st, prec, opt]), W.HBox([gpu, mem]),
+                  output])
+    box.preset, box.params_b, box.gpus, box.stage = preset, size, n, st
+    box.precision, box.optimizer, box.gpu, box.gpu_memory_gb, box.output = prec, opt, gpu, mem, output
+    redraw()
+    return box
+
+
+def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
+                      heads: int = 96, tp: int = 8, sequence_parallel: bool = False,
+                      recompute: str = "none", layers: int = 96) -> W.VBox:
+    """Activation memory per layer (Korthikanti et al.) for every parallelism and
+    recomputation choice, the selected one highlighted; defaults are GPT-3 175B's."""
+    s = W.BoundedIntText(value=seq_len, min=0, max=10_000_000, description="seq len s")
+    b = W.BoundedIntText(value=batch, min=0, max=100_000, description="batch b")
+    h = W.BoundedIntText(value=hidden, min=0, max=1_000_000, description="hidden h")
+    a = W.BoundedIntText(value=heads, min=0, max=10_000, description="heads a")
+    t = W.Dropdown(options=[1, 2, 4, 8, 16, 32, 64], value=tp, description="TP degree t")
+    sp = W.Checkbox(value=sequence_parallel, description="sequence parallel")
+    rc = W.Dropdown(options=["none", "selective", "full"], value=recompute,
+                    description="recompute")
+    L = W.BoundedIntText(value=layers, min=0, max=10_000, description="layers L")
+    output = W.Output()
+
+    @guarded(output)
+    def redraw(change=None):
+        if min(s.value, b.value, h.value, a.value, L.value) <= 0:
+            raise ValueError("sequence, batch, hidden, heads and layers must be positive; "
+                             "type a number above zero.")
+        args = (s.value, b.value, h.value, a.value)
+        variants = [("no parallelism", dict(tp=1)),
+                    (f"TP t={t.value}", dict(tp=t.value)),
+                    (f"TP+SP", dict(tp=t.value, sequence_parallel=True)),
+                    ("TP + selective", dict(tp=t.value, recompute="selective")),
+                    ("TP+SP + selective", dict(tp=t.value, sequence_parallel=True,
+                                               recompute="selective")),
+                    ("full recompute", dict(tp=t.value, recompute="full"))]
+        values = [M.activation_memory_per_layer(*args, **kw) for _, kw in variants]
+        chosen = M.activation_memory_per_layer(*args, tp=t.value,
+                                               sequence_parallel=sp.value, recompute=rc.value)
+
+        def draw():
+            import matplotlib.pyplot as plt
+            from ..plotting import OKABE_ITO
+
+            fig, ax = plt.subplots(figsize=(9, 4))
+            colors = [OKABE_ITO[1] if v == chosen else OKABE_ITO[0] for v in values]
+            ax.barh(range(len(values)), [v / 2**30 for v in values], color=colors)
+            ax.set_yticks(range(len(values)), [name for name, _ in variants])
+            ax.invert_yaxis()
+            for i, v in enumerate(values):
+                ax.text(v / 2**30, i, f" {v / 2**30:,.2f}", va="center")
+            ax.set_xlabel("activation memory per layer per GPU (GiB)")
+            ax.set_title(f"s={s.value}, b={b.value}, h={h.value}, a={a.value}: 5as/h = "
+                         f"{5 * a.value * s.value / h.value:,.1f} vs 34")
+            ax.set_xlim(0, max(values) / 2**30 * 1.25)
+            return fig
+
+        _show(output, draw)
+        with output:
+            print(f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
+                  f"{chosen / 2**30:,.3f} GiB per layer, {chosen * L.value / 2**30:,.1f} GiB "
+                  f"for {L.value} layers")
+
+    for control in (s, b, h, a, t, sp, rc, L):
+        control.observe(redraw, "value")
+    box = W.VBox([W.HBox([s, b, h, a]), W.HBox([t, sp, rc, L]), output])
+    box.seq_len, box.batch, box.hidden, box.heads = s, b, h, a
+    box.tp, box.sequence_parallel, box.recompute, box.layers, box.output = t, sp, rc, L, output
+    redraw()
+    return box
