@@ -1,0 +1,48 @@
+"""The pipeline widgets redraw when a control moves and survive bad input."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from companion.pipeline import simulate  # noqa: E402
+from companion.widgets import schedule_explorer, timeline_player  # noqa: E402
+
+
+def test_explorer_follows_its_controls():
+    w = schedule_explorer(stages=4, microbatches=1, schedule="gpipe")
+    assert w.timeline.utilization == pytest.approx(0.25)
+    assert "utilisation 25.0%" in w.title
+    w.microbatches.value = 4
+    assert w.timeline.utilization == pytest.approx(4 / 7)
+    assert "utilisation 57.1%" in w.title
+    w.schedule.value = "zb-h1"
+    assert w.timeline.split_backward and "zb-h1" in w.title
+    before = w.timeline.makespan
+    w.send.value = 0.5
+    assert w.timeline.makespan > before and "ignores latency" in w.title
+    draws = w.draws
+    w.frame.value = 10  # one animation step redraws
+    assert w.draws == draws + 1
+
+
+def test_explorer_survives_bad_input():
+    w = schedule_explorer(stages=4, microbatches=6)
+    w.schedule.value = "interleaved"  # with chunks=1 this is plain 1F1B
+    good = w.timeline
+    w.chunks.value = 2  # 6 micro-batches do not split into groups of 4: shown, not raised
+    assert w.timeline is good
+    w.microbatches.value = 8
+    assert w.timeline.chunks == 2 and w.timeline.name == "interleaved"
+
+
+def test_timeline_player():
+    tls = [simulate("gpipe", 2, 4), simulate("1f1b", 2, 4)]
+    w = timeline_player(tls, titles=["GPipe", "1F1B"])
+    assert w.title == "GPipe | 1F1B"
+    w.frame.value = 5
+    assert w.draws == 2
+    with pytest.raises(ValueError, match="one each"):
+        timeline_player(tls, titles=["only one"])
