@@ -1,0 +1,229 @@
+"""Data-parallel training on real ranks with every compressor; the DGC ablation.
+
+Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``). Every function
+here runs inside ranks (``companion.launch(train, world_size=4, ...)``, or
+``python -m companion run compression_train --world-size 4 --set method=dgc``).
+
+Each rank computes the gradient on its shard of the global digits batch, hands it to a
+compressor's ``exchange`` (which does the collectives and returns the averaged update)
+and steps a plain ``torch.optim.SGD``. Ranks return data; the notebook plots.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .. import runtime
+from ..data import digits_batch, load_digits
+from ..experiments import experiment
+from .powersgd import PowerSGD
+from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
+from .sparse import ABLATION, DGC, DGCConfig
+from .wire import all_reduce_mean
+
+__all__ = ["BiasFreeMLP", "DenseAllReduce", "make_compressor", "train", "ablation",
+           "ablation_settings", "densification", "train_torch_powersgd", "METHODS", "TEST_SIZE"]
+
+METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold", "terngrad")
+TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
+
+
+def BiasFreeMLP(hidden: int = 128, depth: int = 2, seed: int = 0) -> nn.Sequential:
+    """An MLP for 8x8 digits without biases: every tensor is a matrix DGC can prune.
+
+    (With biases, the dense vectors would dominate a tiny model's payload at 99.9%
+    sparsity; the notebook shows that effect with the lecture's models instead.)
+    """
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        layers, width = [], 64
+        for _ in range(depth):
+            layers += [nn.Linear(width, hidden, bias=False), nn.ReLU()]
+            width = hidden
+        return nn.Sequential(*layers, nn.Linear(width, 10, bias=False))
+
+
+class DenseAllReduce:
+    """The baseline: all-reduce the fp32 gradients (4 bytes per number)."""
+
+    applies_momentum = False
+    last_density_after_sum = 1.0
+
+    def __init__(self, params_like):
+        self.last_bytes = 4 * sum(p.numel() for p in params_like)
+
+    def lr_scale(self, step):
+        return 1.0
+
+    def exchange(self, grads, step):
+        return all_reduce_mean(grads)
+
+
+def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, seed=0,
+                    momentum_correction=True, factor_masking=True, clip_norm=None,
+                    warmup_steps=0, powersgd_rank=2, tau=0.01):
+    """Build one rank's compressor for ``method`` (one of :data:`METHODS`)."""
+    if method == "dense":
+        return DenseAllReduce(params_like)
+    if method == "dgc":
+        config = DGCConfig(density=density, momentum=momentum,
+                           momentum_correction=momentum_correction, clip_norm=clip_norm,
+                           factor_masking=factor_masking, warmup_steps=warmup_steps)
+        return DGC(params_like, config, seed=seed, world_size=runtime.world_size(),
+                   rank=runtime.rank())
+    if method == "topk_no_feedback":
+        return QuantizedExchange(params_like, TopKNoFeedback(density))
+    if method == "powersgd":
+        return PowerSGD(params_like, rank=powersgd_rank, seed=seed)
+    if method == "onebit":
+        return QuantizedExchange(params_like, OneBit())
+    if method == "threshold":
+        return QuantizedExchange(params_like, Threshold(tau))
+    if method == "terngrad":
+        gen = torch.Generator().manual_seed(seed * 7919 + runtime.rank())
+        return QuantizedExchange(params_like, TernGrad(gen))
+    raise ValueError(f"unknown method {method!r}; pick one of {', '.join(METHODS)}.")
+
+
+def _split():
+    x, y = load_digits()
+    return (x[:-TEST_SIZE], y[:-TEST_SIZE]), (x[-TEST_SIZE:], y[-TEST_SIZE:])
+
+
+@torch.no_grad()
+def _accuracy(model, x, y) -> float:
+    return (model(x).argmax(1) == y).float().mean().item()
+
+
+def _summary(results) -> str:
+    r = results[0]
+    return (f"{r['method']}: final test accuracy {r['test_acc'][-1]:.3f}, "
+            f"{r['bytes'][-1]} B/step per rank vs {r['dense_bytes']} B dense "
+            f"({r['dense_bytes'] / r['bytes'][-1]:.0f}x)")
+
+
+@experiment("compression_train", summarize=_summary)
+def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
+          global_batch: int = 128, hidden: int = 128, seed: int = 0, eval_every: int = 25,
+          data=None, **options) -> dict:
+    """Train the bias-free MLP on digits with ``method``; per-step curves and bytes.
+
+    ``options`` go to :func:`make_compressor` (density, clip_norm, warmup_steps, ...).
+    Returns local losses, test accuracy every ``eval_every`` steps, this rank's payload
+    bytes per step and the density of the summed update per step.
+    """
+    world, rank = runtime.world_size(), runtime.rank()
+    if global_batch % world:
+        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size "
+                         f"{world}; use e.g. {world * (global_batch // world + 1)}.")
+    (x_train, y_train), (x_test, y_test) = data or _split()
+    model = BiasFreeMLP(hidden=hidden, seed=seed)
+    params = list(model.parameters())
+    comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
+                           seed=seed, **options)
+    opt = torch.optim.SGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
+    out = {"method": method, "losses": [], "bytes": [], "density_after_sum": [],
+           "eval_steps": [], "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
+    start = time.perf_counter()
+    for step in range(steps):
+        x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
+        loss = F.cross_entropy(model(x), y)
+        grads = torch.autograd.grad(loss, params)
+        update = comp.exchange(list(grads), step)
+        for p, u in zip(params, update):
+            p.grad = u
+        for group in opt.param_groups:
+            group["lr"] = lr * comp.lr_scale(step)
+        opt.step()
+        out["losses"].append(loss.item())
+        out["bytes"].append(comp.last_bytes)
+        out["density_after_sum"].append(comp.last_density_after_sum)
+        if (step + 1) % eval_every == 0 or step == steps - 1:
+            out["eval_steps"].append(step + 1)
+            out["test_acc"].append(_accuracy(model, x_test, y_test))
+    out["seconds"] = time.perf_counter() - start
+    out["params"] = [p.detach().clone() for p in params] if rank == 0 else None
+    return out
+
+
+def ablation_settings(row: str, *, clip_norm: float, warmup_steps: int, density: float) -> dict:
+    """``train`` keyword arguments for one row of L20 p.47 ("dense" or an ABLATION key)."""
+    if row == "dense":
+        return {"method": "dense"}
+    if row not in ABLATION:
+        raise ValueError(f"unknown ablation row {row!r}; pick 'dense' or one of {list(ABLATION)}.")
+    flags = dict(ABLATION[row])
+    return {"method": "dgc", "density": density,
+            "momentum_correction": flags["momentum_correction"],
+            "factor_masking": flags["factor_masking"],
+            "clip_norm": clip_norm if flags.get("clip") else None,
+            "warmup_steps": warmup_steps if flags.get("warmup") else 0}
+
+
+def _ablation_summary(results) -> str:
+    rows = [f"{'row':<24} {'final test accuracy per seed'}"]
+    for row, runs in results[0].items():
+        rows.append(f"{row:<24} " + "  ".join(f"{r['test_acc'][-1]:.3f}" for r in runs))
+    return "\n".join(rows)
+
+
+@experiment("compression_ablation", summarize=_ablation_summary)
+def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: float = 1.0,
+             warmup_steps: int = 60, **train_kwargs) -> dict:
+    """Every row of the DGC ablation for every seed, in one launch: ``{row: [run, ...]}``."""
+    rows = rows or ["dense", *ABLATION]
+    data = _split()
+    results = {}
+    for row in rows:
+        settings = ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
+                                     density=density)
+        results[row] = [train(seed=s, data=data, **settings, **train_kwargs) for s in seeds]
+        for run in results[row]:
+            run.pop("params")
+    return results
+
+
+@experiment("compression_densification")
+def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
+                  global_batch: int = 128, seed: int = 0) -> dict:
+    """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
+    run = train(method="dgc", steps=steps, density=density, hidden=hidden,
+                global_batch=global_batch, seed=seed, eval_every=steps)
+    return {"world_size": runtime.world_size(), "density": density,
+            "density_after_sum": sum(run["density_after_sum"][5:]) / len(run["density_after_sum"][5:])}
+
+
+@experiment("compression_torch_powersgd")
+def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
+                         global_batch: int = 128, hidden: int = 128, seed: int = 0,
+                         powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False) -> dict:
+    """The same training with torch's DDP + ``powerSGD_hook`` (or the batched hook)."""
+    import torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook as ps
+    from torch.nn.parallel import DistributedDataParallel
+
+    world, rank = runtime.world_size(), runtime.rank()
+    (x_train, y_train), (x_test, y_test) = _split()
+    model = BiasFreeMLP(hidden=hidden, seed=seed)
+    ddp = DistributedDataParallel(model)
+    # start_powerSGD_iter=2 is the earliest torch allows with error feedback; our
+    # PowerSGD compresses from step 0, so the first step differs slightly.
+    state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=powersgd_rank,
+                             start_powerSGD_iter=2, min_compression_rate=0.0,
+                             use_error_feedback=True, warm_start=True, random_seed=seed)
+    ddp.register_comm_hook(state, ps.batched_powerSGD_hook if batched else ps.powerSGD_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
+    out = {"method": "torch powerSGD_hook", "losses": [], "eval_steps": [], "test_acc": []}
+    for step in range(steps):
+        x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
+        opt.zero_grad()
+        loss = F.cross_entropy(ddp(x), y)
+        loss.backward()
+        opt.step()
+        out["losses"].append(loss.item())
+        if (step + 1) % eval_every == 0 or step == steps - 1:
+            out["eval_steps"].append(step + 1)
+            out["test_acc"].append(_accuracy(model, x_test, y_test))
+    return out

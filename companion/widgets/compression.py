@@ -1,0 +1,84 @@
+"""Widget for notebook 07: pick a compressor, density and momentum; watch training.
+
+Every change launches a real 4-rank training run (``companion.compression.train``)
+and redraws its loss and test-accuracy curves next to the dense baseline.
+"""
+from __future__ import annotations
+
+__all__ = ["compression_explorer"]
+
+_METHODS = {
+    "dense all-reduce": dict(method="dense"),
+    "gradient dropping": dict(method="dgc", momentum_correction=False, factor_masking=False),
+    "DGC (momentum correction + masking + clipping)": dict(method="dgc", clip_norm=1.0),
+    "top-k, no accumulation": dict(method="topk_no_feedback"),
+    "PowerSGD rank 2": dict(method="powersgd"),
+    "1-bit SGD": dict(method="onebit"),
+    "threshold quantisation": dict(method="threshold", tau=0.01),
+    "TernGrad": dict(method="terngrad"),
+}
+
+
+def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05):
+    """A method dropdown, a density slider (log scale) and a momentum slider.
+
+    Controls are attributes (``.method``, ``.density``, ``.momentum``) and the last
+    run's numbers are in ``.summary.value``, so a test can drive the widget.
+    """
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+
+    import companion
+    from companion.compression import train
+    from companion.widgets import guarded
+
+    if world_size < 1 or steps < 1:
+        raise ValueError("world_size and steps must be >= 1; try world_size=4, steps=150.")
+    method = W.Dropdown(options=list(_METHODS), value="gradient dropping", description="method")
+    density = W.FloatLogSlider(value=0.001, base=10, min=-4, max=0, step=0.25,
+                               description="density", readout_format=".4f",
+                               continuous_update=False)
+    momentum = W.FloatSlider(value=0.9, min=0.0, max=0.98, step=0.01, description="momentum",
+                             continuous_update=False)
+    summary = W.HTML()
+    output = W.Output()
+    baselines = {}
+
+    def run(settings, m):
+        # density only matters to the sparsifiers; the others ignore it
+        return companion.launch(train, world_size=world_size, steps=steps, lr=lr, momentum=m,
+                                density=density.value, eval_every=max(1, steps // 10),
+                                **settings)[0]
+
+    @guarded(output)
+    def redraw(_=None):
+        if not 0 < density.value <= 1:
+            raise ValueError("density must be in (0, 1]; 99.9% sparsity is 0.001.")
+        m = momentum.value
+        if m not in baselines:
+            baselines[m] = run(_METHODS["dense all-reduce"], m)
+        result = run(_METHODS[method.value], m)
+        base = baselines[m]
+        ratio = result["dense_bytes"] / result["bytes"][-1]
+        summary.value = (f"<b>{method.value}</b>: test accuracy {result['test_acc'][-1]:.3f} "
+                         f"(dense {base['test_acc'][-1]:.3f}); {result['bytes'][-1]:,} bytes "
+                         f"per rank per step, {ratio:.0f}x smaller than dense")
+        with output:
+            output.clear_output(wait=True)
+            fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+            for r, label, style in ((base, "dense", "--"), (result, method.value, "-")):
+                ax1.plot(r["losses"], style, label=label, alpha=0.8)
+                ax2.plot(r["eval_steps"], r["test_acc"], style + "o", label=label)
+            ax1.set(title=f"training loss ({world_size} ranks, rank 0's shard)", xlabel="step",
+                    ylabel="cross-entropy", yscale="log")
+            ax2.set(title="held-out accuracy", xlabel="step", ylabel="accuracy", ylim=(0, 1))
+            ax2.legend(loc="lower right", fontsize=9)
+            plt.show()
+
+    for control in (method, density, momentum):
+        control.observe(redraw, names="value")
+    box = W.VBox([W.HBox([method, density, momentum]), summary, output])
+    box.method, box.density, box.momentum, box.summary, box.output = (
+        method, density, momentum, summary, output)
+    redraw()
+    return box
