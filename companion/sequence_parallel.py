@@ -272,3 +272,20 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
             "forward": log.counts("forward"), "backward": log.counts("backward"),
             "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
             "trace": trace, "layout": layout}
+
+
+def volume_sweep(seqs=(16, 32, 64, 128), methods=("ulysses", "ring"), heads: int = 4,
+                 head_dim: int = 8, batch: int = 1) -> dict:
+    """Rank function: forward wire bytes this rank sent, per (method, seq) (notebook 06)."""
+    return {(m, s): compare_attention(method=m, seq=s, heads=heads, head_dim=head_dim,
+                                      batch=batch, dtype="float32")["forward_bytes"]
+            for m in methods for s in seqs}
+
+
+def layout_probe(fn, batch: int = 1, heads: int = 4, seq: int = 8, head_dim: int = 2):
+    """Rank function for the exercise: apply ``fn`` to this rank's sequence shard of a
+    tensor whose entries encode (head, position, feature), and return the result."""
+    rank, size = _rank_size(None)
+    full = torch.arange(batch * heads * seq * head_dim, dtype=torch.float32)
+    full = full.view(batch, heads, seq, head_dim)
+    return fn(full.chunk(size, dim=2)[rank].clone())

@@ -35,7 +35,9 @@ __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
            "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",
            "f", "g", "sp_all_gather", "sp_reduce_scatter", "ColumnParallelLinear",
            "RowParallelLinear", "ParallelMLP", "ParallelAttention", "ParallelBlock",
-           "shard_like", "allreduce_sequence_parallel_grads", "group_rank_size"]
+           "shard_like", "allreduce_sequence_parallel_grads", "group_rank_size",
+           "compare_with_reference", "dtensor_mlp_compare", "activation_bytes", "call_many",
+           "run_mlp", "GatherLinearRegather"]
 
 
 def group_rank_size(group=None) -> tuple[int, int]:
@@ -401,6 +403,12 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
     return {"out": _max_diff(y0, y1), "x_grad": _max_diff(gx0, gx1),
             "w_grad": max(_max_diff(w0[n], w1[n]) for n in w0),
             "dtensor_types": sorted({type(p).__name__ for p in theirs.parameters()})}
+
+
+def call_many(calls) -> list:
+    """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
+    table of experiments (notebooks 05 and 06), instead of one launch per row."""
+    return [fn(**kwargs) for fn, kwargs in calls]
 
 
 def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int = 0) -> dict:
