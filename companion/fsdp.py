@@ -101,7 +101,8 @@ class _Unit:
         for owner, attr, i in self.slots:
             setattr(owner, attr, fsdp.full[i])
         self.gathered = True
-        fsdp._event("all-gather", self.name, phase, t0)
+        if self.indices:
+            fsdp._event("all-gather", self.name, phase, t0)
 
     def free(self, phase):
         if not self.gathered:
@@ -110,7 +111,8 @@ class _Unit:
         for i in self.indices:
             self.fsdp.full[i].untyped_storage().resize_(0)
         self.gathered = False
-        self.fsdp._event("free", self.name, phase, t0)
+        if self.indices:
+            self.fsdp._event("free", self.name, phase, t0)
 
 
 class FSDP(nn.Module):

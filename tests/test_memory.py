@@ -100,3 +100,57 @@ def test_ledger_and_held_bytes():
     opt.step()
     assert M.held_bytes(M.optimizer_state_tensors(opt)) == 80 + 4  # two moments + step
     assert not math.isnan(M.ring_bytes_sent("broadcast", 10, 1))
+
+
+def test_presets_reproduce_published_parameter_counts():
+    counts = {name: M.transformer_params(**cfg) for name, cfg in M.MODEL_CONFIGS.items()}
+    # Llama 3 model cards: 8,030,261,248 / 70,553,706,496 / 405,853,388,800 parameters
+    assert counts["Llama-3 8B"] == 8_030_261_248
+    assert counts["Llama-3 70B"] == 70_553_706_496
+    assert counts["Llama-3 405B"] == 405_853_388_800
+    assert round(counts["GPT-3 175B"] / 1e9) == 175
+
+
+def _text(box):
+    return box.text.value
+
+
+def test_zero_memory_widget_responds_and_reports_bad_input(capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from companion.widgets import zero_memory
+
+    box = zero_memory()
+    before = _text(box)
+    image = box.image.value
+    assert "ZeRO-3 / FSDP: 1.88 GB per GPU" in before and image
+    box.gpus.value = 8
+    after = _text(box)
+    assert after != before and "15.00 GB" in after  # 120 GB / 8 under ZeRO-3
+    assert box.image.value != image
+    box.preset.value = "Llama-3 70B"
+    assert box.params_b.value == pytest.approx(70.554)
+    box.gpu.value = "H200 141 GB"
+    assert box.gpu_memory_gb.value == 141
+    capsys.readouterr()
+    box.gpus.value = 0  # the error goes to box.output (printed to stdout outside a kernel)
+    assert "Invalid input" in capsys.readouterr().out
+
+
+def test_activation_memory_widget_responds(capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from companion.widgets import activation_memory
+
+    box = activation_memory()
+    before = _text(box)
+    box.sequence_parallel.value = True
+    assert _text(box) != before
+    box.recompute.value = "full"
+    expected = M.activation_memory_per_layer(2048, 1, 12288, 96, tp=8, recompute="full")
+    assert f"{expected / 2**30:,.3f} GiB per layer" in _text(box)
+    capsys.readouterr()
+    box.heads.value = -1
+    assert "Invalid input" in capsys.readouterr().out

@@ -2,8 +2,9 @@
 and an activation-memory calculator, both drawn from :mod:`companion.memory`.
 
 Each function returns an ipywidgets ``VBox`` that draws once on creation; its controls
-are attributes of the box (``box.params_b``, ``box.gpus``, ...) and ``box.output`` holds
-the figure and text, so a test can change a control and see the output change.
+are attributes of the box (``box.params_b``, ``box.gpus``, ...), the figure is the PNG in
+``box.image`` and the numbers are in ``box.text``, so a test can change a control and see
+the output change; ``box.output`` shows invalid input.
 """
 from __future__ import annotations
 
@@ -20,14 +21,25 @@ _STAGE_NAMES = ["DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"]
 _GPUS = {"A100 / H100 80 GB": 80, "H200 141 GB": 141, "V100 32 GB": 32, "RTX 4090 24 GB": 24}
 
 
-def _show(output, draw):
+def _render(image, output, draw):
+    """Draw into a PNG shown by an Image widget: it updates in place (no flicker) and
+    works the same in a kernel, in Voila and in a test."""
+    import io
+
     import matplotlib.pyplot as plt
 
-    with output:
-        output.clear_output(wait=True)
-        fig = draw()
-        plt.show()
-        plt.close(fig)
+    output.clear_output()  # a previous error message, if any
+    fig = draw()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    plt.close(fig)
+    image.value = buffer.getvalue()
+
+
+def _pre(lines):
+    import html
+
+    return "<pre style='font-size: 13px'>" + html.escape("\n".join(lines)) + "</pre>"
 
 
 def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
@@ -52,7 +64,7 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
     opt = W.Dropdown(options=list(M.OPTIMIZERS), value=optimizer, description="optimizer")
     mem = W.BoundedFloatText(value=gpu_memory_gb, min=0, max=1e5, description="GPU GB")
     gpu = W.Dropdown(options=["custom"] + list(_GPUS), value="custom", description="GPU")
-    output = W.Output()
+    image, text, output = W.Image(format="png"), W.HTML(), W.Output()
 
     @guarded(output)
     def on_preset(change):
@@ -100,27 +112,28 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
             ax.legend(loc="upper right", fontsize=10)
             return fig
 
-        _show(output, draw)
-        with output:
-            per = M.bytes_per_param(**kw)
-            chosen = rows[st.value]
-            print(f"{per['params']} + {per['grads']} + {per['optimizer']} = "
-                  f"{sum(per.values())} bytes per parameter before sharding.")
-            print(f"{_STAGE_NAMES[st.value]}: {chosen['total'] / M.GB:,.2f} GB per GPU "
-                  f"({'fits' if chosen['total'] <= limit else 'does not fit'} in {mem.value:g} GB).")
-            print("Largest model that fits (weights + gradients + optimizer state only):")
-            for s, name in enumerate(_STAGE_NAMES):
-                biggest = M.max_params_that_fit(limit, n.value, s, **kw)
-                print(f"  {name:>14}: {biggest / 1e9:,.1f}B parameters")
+        _render(image, output, draw)
+        per = M.bytes_per_param(**kw)
+        chosen = rows[st.value]
+        lines = [f"{per['params']} + {per['grads']} + {per['optimizer']} = "
+                 f"{sum(per.values())} bytes per parameter before sharding.",
+                 f"{_STAGE_NAMES[st.value]}: {chosen['total'] / M.GB:,.2f} GB per GPU "
+                 f"({'fits' if chosen['total'] <= limit else 'does not fit'} in {mem.value:g} GB).",
+                 "Largest model that fits (weights + gradients + optimizer state only):"]
+        for s, name in enumerate(_STAGE_NAMES):
+            biggest = M.max_params_that_fit(limit, n.value, s, **kw)
+            lines.append(f"  {name:>14}: {biggest / 1e9:,.1f}B parameters")
+        text.value = _pre(lines)
 
     preset.observe(on_preset, "value")
     gpu.observe(on_gpu, "value")
     for control in (size, n, st, prec, opt, mem):
         control.observe(redraw, "value")
     box = W.VBox([W.HBox([preset, size, n]), W.HBox([st, prec, opt]), W.HBox([gpu, mem]),
-                  output])
+                  output, image, text])
     box.preset, box.params_b, box.gpus, box.stage = preset, size, n, st
-    box.precision, box.optimizer, box.gpu, box.gpu_memory_gb, box.output = prec, opt, gpu, mem, output
+    box.precision, box.optimizer, box.gpu, box.gpu_memory_gb = prec, opt, gpu, mem
+    box.output, box.image, box.text = output, image, text
     redraw()
     return box
 
@@ -139,7 +152,7 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
     rc = W.Dropdown(options=["none", "selective", "full"], value=recompute,
                     description="recompute")
     L = W.BoundedIntText(value=layers, min=0, max=10_000, description="layers L")
-    output = W.Output()
+    image, text, output = W.Image(format="png"), W.HTML(), W.Output()
 
     @guarded(output)
     def redraw(change=None):
@@ -175,16 +188,16 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
             ax.set_xlim(0, max(values) / 2**30 * 1.25)
             return fig
 
-        _show(output, draw)
-        with output:
-            print(f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
-                  f"{chosen / 2**30:,.3f} GiB per layer, {chosen * L.value / 2**30:,.1f} GiB "
-                  f"for {L.value} layers")
+        _render(image, output, draw)
+        text.value = _pre([f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
+                           f"{chosen / 2**30:,.3f} GiB per layer, "
+                           f"{chosen * L.value / 2**30:,.1f} GiB for {L.value} layers"])
 
     for control in (s, b, h, a, t, sp, rc, L):
         control.observe(redraw, "value")
-    box = W.VBox([W.HBox([s, b, h, a]), W.HBox([t, sp, rc, L]), output])
+    box = W.VBox([W.HBox([s, b, h, a]), W.HBox([t, sp, rc, L]), output, image, text])
     box.seq_len, box.batch, box.hidden, box.heads = s, b, h, a
-    box.tp, box.sequence_parallel, box.recompute, box.layers, box.output = t, sp, rc, L, output
+    box.tp, box.sequence_parallel, box.recompute, box.layers = t, sp, rc, L
+    box.output, box.image, box.text = output, image, text
     redraw()
     return box
