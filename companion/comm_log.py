@@ -129,8 +129,9 @@ def all_gather(x: torch.Tensor, dim: int, group=None, label: str = "") -> torch.
     if n == 1:
         out = x.clone()
     else:
+        x = x.contiguous()
         parts = [torch.empty_like(x) for _ in range(n)]
-        dist.all_gather(parts, x.contiguous(), group=group)
+        dist.all_gather(parts, x, group=group)
         out = torch.cat(parts, dim=dim)
     _record("all_gather", out.numel() * out.element_size(), n, label)
     return out
@@ -179,7 +180,7 @@ def exchange(send: list[torch.Tensor], to_rank: int, from_rank: int,
              label: str = "") -> list[torch.Tensor]:
     """Send tensors to global rank ``to_rank`` while receiving same-shaped ones from
     ``from_rank`` (one batched isend/irecv, so a ring cannot deadlock)."""
-    recv = [torch.empty_like(t) for t in send]
+    recv = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in send]
     ops = []
     for s, r in zip(send, recv):
         ops.append(dist.P2POp(dist.isend, s.contiguous(), to_rank))

@@ -30,7 +30,7 @@ import torch.distributed as dist
 from . import comm_log
 from .models import attention
 
-__all__ = ["AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
+__all__ = ["SequenceParallelBlock", "benchmark_layer", "AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
            "ring_attention", "hybrid_groups", "hybrid_attention", "p2p_all_to_all"]
 
 
@@ -289,3 +289,79 @@ def layout_probe(fn, batch: int = 1, heads: int = 4, seq: int = 8, head_dim: int
     full = torch.arange(batch * heads * seq * head_dim, dtype=torch.float32)
     full = full.view(batch, heads, seq, head_dim)
     return fn(full.chunk(size, dim=2)[rank].clone())
+
+
+class SequenceParallelBlock(torch.nn.Module):
+    """A whole transformer block on a sequence shard ``[b, s/P, d]`` (context
+    parallelism): weights replicated, every token-wise part local, attention by Ulysses
+    or ring. Weight gradients are partial (this rank's tokens): sum them over ranks with
+    :meth:`allreduce_grads`, as data parallelism does."""
+
+    def __init__(self, full, method: str = "ulysses", group=None):
+        super().__init__()
+        import copy
+
+        if method not in ("ulysses", "ring"):
+            raise ValueError(f"method must be 'ulysses' or 'ring', got {method!r}.")
+        self.block, self.method, self.group = copy.deepcopy(full), method, group
+
+    def forward(self, x):
+        blk, attn = self.block, self.block.attn
+        b, s_local, _ = x.shape
+        q, k, v = (t.view(b, s_local, attn.n_heads, attn.head_dim).transpose(1, 2)
+                   for t in attn.qkv(blk.ln1(x)).split(attn.n_heads * attn.head_dim, dim=-1))
+        if self.method == "ulysses":
+            y = ulysses_attention(q, k, v, causal=True, group=self.group)
+        else:
+            y = ring_attention(q, k, v, causal=True, group=self.group)
+        x = x + attn.proj(y.transpose(1, 2).reshape(b, s_local, -1))
+        return x + blk.mlp(blk.ln2(x))
+
+    def allreduce_grads(self):
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = comm_log.all_reduce(p.grad, self.group, label="grad_sync")
+
+
+def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int = 256,
+                    d_model: int = 128, heads: int = 8, seed: int = 0) -> dict:
+    """Rank function: median seconds per forward+backward of one transformer block and
+    the activation bytes this rank sent per step (weight-gradient syncs not included),
+    for ``method`` in "single", "tp", "tp_sp", "ulysses", "ring"; plus the largest
+    output difference from the single-process block."""
+    import time
+
+    from .models import Block
+    from .tensor_parallel import ParallelBlock
+
+    rank, size = _rank_size(None)
+    if seq % size:
+        raise ValueError(f"seq={seq} is not divisible by {size} ranks; use a multiple of {size}.")
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        full = Block(d_model, heads, 4 * d_model)
+    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed))
+    shard = x.chunk(size, dim=1)[rank].clone()
+    layer, inp, ref = {
+        "single": (full, x, lambda y: y),
+        "tp": (ParallelBlock(full), x, lambda y: y),
+        "tp_sp": (ParallelBlock(full, sequence_parallel=True), shard, None),
+        "ulysses": (SequenceParallelBlock(full, "ulysses"), shard, None),
+        "ring": (SequenceParallelBlock(full, "ring"), shard, None),
+    }[method]
+    times, sent = [], 0.0
+    for _ in range(steps + 1):  # the first step warms up
+        xi = inp.clone().requires_grad_()
+        if dist.is_initialized():
+            dist.barrier()
+        start = time.perf_counter()
+        with comm_log.recording() as log:
+            out = layer(xi)
+            out.pow(2).mean().backward()
+        times.append(time.perf_counter() - start)
+        sent = log.bytes()
+        layer.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        expect = full(x) if ref is not None else full(x).chunk(size, dim=1)[rank]
+        diff = (layer(inp) - expect).abs().max().item()
+    return {"seconds": sorted(times[1:])[len(times[1:]) // 2], "bytes": sent, "max_diff": diff}
