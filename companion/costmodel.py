@@ -4,9 +4,10 @@ Taught in notebook 02 (``notebooks/02_parameter_server_vs_allreduce.ipynb``); th
 hybrid-parallelism planner reuses :func:`predict_time`.
 
 A message of n bytes costs ``alpha + n / beta``: alpha (seconds) is the latency paid per
-message however small, beta (bytes/s) the bandwidth. An algorithm runs in rounds; in
-each round every rank sends and receives at once, so a round costs alpha plus the
-busiest rank's bytes over beta. Summed over rounds, every all-reduce is
+message however small, beta (bytes/s) the bandwidth. Each rank has one port: it can
+send one message and receive one message at a time, so a round in which the busiest
+rank handles k messages of n bytes in one direction costs ``k * alpha + k * n / beta``
+(Hockney's model with a single port). Summed over rounds, every all-reduce is
 ``T(n) = a * alpha + b * n / beta`` for a tensor of n bytes, with (a, b) from
 :func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for ring, tree and
 recursive halving/doubling). Computation (the additions) is left out; on a CPU it is
@@ -101,10 +102,10 @@ def coefficients(algorithm: str, world_size: int) -> tuple[float, float]:
     if n == 1:
         return 0.0, 0.0
     log2 = math.ceil(math.log2(n))
-    if algorithm == "parameter_server":  # push round, pull round; the server's link carries N-1 each
-        return 2.0, 2.0 * (n - 1)
-    if algorithm == "naive":  # one round; every link carries N-1 tensors
-        return 1.0, float(n - 1)
+    if algorithm == "parameter_server":  # push, pull: the server handles N-1 messages in each
+        return 2.0 * (n - 1), 2.0 * (n - 1)
+    if algorithm == "naive":  # one round, but every rank sends (and receives) N-1 tensors
+        return float(n - 1), float(n - 1)
     if algorithm == "tree":  # binomial reduce then broadcast, a whole tensor per round
         return 2.0 * log2, 2.0 * log2
     if algorithm in ("ring", "reduce_scatter+all_gather"):
@@ -137,18 +138,22 @@ def crossover_bytes(first: str, second: str, world_size: int, alpha: float,
 
 
 def predict_from_traffic(traffics, alpha: float, beta: float) -> float:
-    """The same model read off a recorded run: per round, alpha plus the busiest link's
-    bytes (the most any rank sent or received in that round) over beta. It equals
-    :func:`predict_time` for this package's algorithms (a test checks it), which ties
-    the formulas to what was really sent."""
-    busiest: dict[int, int] = {}
+    """The same model read off a recorded run: per round, alpha times the most messages
+    any rank sent (or received) in it, plus the most bytes any rank sent (or received)
+    over beta. It equals :func:`predict_time` for this package's algorithms (a test
+    checks it), which ties the formulas to what was really sent."""
+    messages: dict[int, int] = {}
+    volume: dict[int, int] = {}
     for t in traffics:
-        per_round: dict[tuple, int] = {}
+        count: dict[tuple, int] = {}
+        size: dict[tuple, int] = {}
         for m in t.log:
-            per_round[(m.step, m.op)] = per_round.get((m.step, m.op), 0) + m.bytes
-        for (step, _), b in per_round.items():
-            busiest[step] = max(busiest.get(step, 0), b)
-    return sum(alpha + b / beta for b in busiest.values())
+            count[(m.step, m.op)] = count.get((m.step, m.op), 0) + 1
+            size[(m.step, m.op)] = size.get((m.step, m.op), 0) + m.bytes
+        for (step, _), k in count.items():
+            messages[step] = max(messages.get(step, 0), k)
+            volume[step] = max(volume.get(step, 0), size[(step, _)])
+    return sum(alpha * messages[s] + volume[s] / beta for s in messages)
 
 
 def _best_seconds(fn, repeats: int) -> float:

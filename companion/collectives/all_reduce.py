@@ -7,17 +7,18 @@ all-reduce = reduce-scatter + all-gather. Each function is ``(tensor, op="sum"|"
 (the input is untouched). Every rank gets bit-identical results: each element's sum is
 computed once, in one fixed order, and then copied.
 
-Per rank, for a tensor of n bytes on N ranks (counted exactly by :func:`traffic`):
+For a tensor of n bytes on N ranks (counted exactly by :func:`traffic`; notebook 02
+plots them against N):
 
-=========================  ========================  =================================
-algorithm                  rounds (steps)            bytes sent by the busiest rank
-=========================  ========================  =================================
-parameter server           2                         (N-1) n   (the server)
-naive                      1                         (N-1) n   (every rank)
-binary tree                2 ceil(log2 N)            ~ 2 n log2 N (binomial root)
-ring                       2 (N-1)                   2 (N-1)/N n
-recursive halving/doubling 2 log2 N (+2 if N not 2^k)  ~ (N-1)/N n each way (+n)
-=========================  ========================  =================================
+==========================  ==========================  ================================
+algorithm                   rounds (steps)              bytes sent by the busiest rank
+==========================  ==========================  ================================
+parameter server            2                           (N-1) n   (the server)
+naive                       1                           (N-1) n   (every rank)
+binary tree                 2 ceil(log2 N)              ceil(log2 N) n   (the root)
+ring                        2 (N-1)                     2 (N-1)/N n   (every rank)
+recursive halving/doubling  2 log2 N (+2 if N != 2^k)   2 (N-1)/N n   (+n if N != 2^k)
+==========================  ==========================  ================================
 """
 from __future__ import annotations
 
