@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-import torch.distributed as dist
 
 import companion
 from companion import collectives as C
