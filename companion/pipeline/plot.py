@@ -69,7 +69,8 @@ def draw_timeline(ax, timeline: Timeline, until: float | None = None, title: str
 
 def legend_handles(split_backward: bool = True) -> list:
     """Legend entries for the op kinds and idle time."""
-    names = {"F": "F: forward", "B": "B: backward" + (" (input grad)" if split_backward else ""),
+    names = {"F": "F: forward", "B": "B: backward" + (" (input grad when W is split off)"
+                                                     if split_backward else ""),
              "W": "W: weight grad"}
     kinds = "FBW" if split_backward else "FB"
     handles = [Patch(facecolor="white", edgecolor="black", hatch=KIND_STYLE[k]["hatch"],

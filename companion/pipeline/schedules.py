@@ -23,6 +23,7 @@ visit every rank ``v`` times.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import NamedTuple
 
 __all__ = ["Op", "Schedule", "SCHEDULES", "make_schedule", "naive", "gpipe", "one_f_one_b",
@@ -93,7 +94,7 @@ class Schedule:
 def check_sizes(stages: int, microbatches: int, chunks: int = 1) -> None:
     """ValueError naming the fix for impossible sizes."""
     for name, value in (("stages", stages), ("microbatches", microbatches), ("chunks", chunks)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
 
 
