@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import queue
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +46,9 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-__all__ = ["DelayedComm", "DelayedWork", "modeled_step_times", "link_delay",
+from .experiments import experiment
+
+__all__ = ["DelayedComm", "DelayedWork", "modeled_step_times", "link_delay", "measure_link",
            "great_circle_km", "SPEED_OF_LIGHT_KM_S", "FIBRE_INDEX"]
 
 SPEED_OF_LIGHT_KM_S = 299_792.458
@@ -198,6 +201,34 @@ class DelayedComm:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _summarize_link(results) -> str:
+    return "\n".join(f"alpha={r['alpha_ms']:g} ms: model {r['model_ms']:.2f} ms, measured "
+                     f"{r['measured_ms']:.2f} ms (real all-reduce {r['real_ms']:.2f} ms)"
+                     for r in results[0])
+
+
+@experiment("latency_link", summarize=_summarize_link)
+def measure_link(*, alphas_ms=(0.0, 1.0, 10.0, 50.0), nbytes: int = 100_000,
+                 bandwidth_mbps: float = math.inf, repeats: int = 3) -> list[dict]:
+    """Time one delayed all-reduce of ``nbytes`` per latency (median of ``repeats``), on
+    this rank: from submission to the data in hand, next to ``alpha + bytes/beta``."""
+    beta = bandwidth_mbps * 1e6 / 8
+    group, x, out = dist.new_group(backend="gloo"), torch.zeros(nbytes // 4), []
+    for alpha_ms in alphas_ms:
+        with DelayedComm(alpha_ms / 1e3, beta, group=group) as comm:
+            total, real = [], []
+            for _ in range(repeats):
+                dist.barrier()  # default group: start together, the link idle
+                work = comm.all_reduce(x.clone())
+                work.wait()
+                total.append(work.consumed_at - work.submitted_at)
+                real.append(work.real_done_at - work.submitted_at)
+        out.append({"alpha_ms": alpha_ms, "model_ms": 1e3 * link_delay(x.numel() * 4, alpha_ms / 1e3, beta),
+                    "measured_ms": 1e3 * statistics.median(total),
+                    "real_ms": 1e3 * statistics.median(real)})
+    return out
 
 
 def modeled_step_times(algorithm: str, steps: int, compute_s: float, latency_s: float,

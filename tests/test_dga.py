@@ -3,6 +3,8 @@ single-process reference; the correction term's algebra; torch's DDP and periodi
 averaging agree with our synchronous SGD and FedAvg; communication overlaps compute."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,12 +18,19 @@ from companion.models import TinyMLP
 from companion.data import load_digits
 
 STEPS = 20
-DATA = load_digits()  # loaded once here: ranks then skip importing scikit-learn
+
+
+@functools.lru_cache(maxsize=1)
+def digits():
+    # Loaded once in the test process and handed to the ranks, which then skip importing
+    # scikit-learn. Not at module level: ranks that unpickle a function of this module
+    # import it.
+    return load_digits()
 
 
 def _train(world_size=2, **kw):
     return launch(dga.train, world_size=world_size, steps=STEPS, return_params=True,
-                  data=DATA, **kw)
+                  data=digits(), **kw)
 
 
 def test_dga_with_zero_delay_is_synchronous_sgd_bit_for_bit():
@@ -35,7 +44,7 @@ def test_dga_with_zero_delay_is_synchronous_sgd_bit_for_bit():
 
 
 def _full_batch_reference(steps, lr, schedule, seed=0, batch_size=64):
-    train_data, _ = dga.digits_split(DATA)
+    train_data, _ = dga.digits_split(digits())
     model = TinyMLP(seed=seed)
     for i in range(steps):
         x, y = digits_batch(i, batch_size, 0, 1, seed=seed, data=train_data)
@@ -72,7 +81,7 @@ def _ddp_reference(steps, lr, data):
 
 def test_sync_sgd_equals_torch_ddp():
     ours = _train(algorithm="sync", schedule="constant")
-    ddp = launch(_ddp_reference, STEPS, 0.3, DATA, world_size=2)
+    ddp = launch(_ddp_reference, STEPS, 0.3, digits(), world_size=2)
     # DDP all-reduces gradient buckets, we all-reduce one flat vector: gloo may sum the
     # ranks in a different order per element (float32 rounding only).
     for a, b in zip(ours, ddp):
@@ -97,7 +106,7 @@ def _periodic_averaging_reference(steps, lr, k, data):
 
 def test_fedavg_equals_torch_periodic_model_averaging():
     ours = _train(algorithm="fedavg", local_steps=5, schedule="constant")
-    ref = launch(_periodic_averaging_reference, STEPS, 0.3, 5, DATA, world_size=2)
+    ref = launch(_periodic_averaging_reference, STEPS, 0.3, 5, digits(), world_size=2)
     # torch divides by the world size before summing, we after: rounding only.
     for a, b in zip(ours, ref):
         torch.testing.assert_close(a["w"], b, rtol=1e-5, atol=1e-6)
@@ -176,7 +185,7 @@ def test_bad_input_names_the_fix():
 
 
 def test_timelines_show_communication_overlapping_compute():
-    kw = dict(steps=12, alpha_ms=30.0, compute_ms=10.0, timeline=True, world_size=2, data=DATA)
+    kw = dict(steps=12, alpha_ms=30.0, compute_ms=10.0, timeline=True, world_size=2, data=digits())
     sync = launch(dga.train, algorithm="sync", **kw)
     delayed = launch(dga.train, algorithm="dga", delay=4, **kw)
     for s, d in zip(sync, delayed):
@@ -186,3 +195,18 @@ def test_timelines_show_communication_overlapping_compute():
         assert d["overlap"] > 0.5
         for m in d["messages"]:
             assert m["ready_at"] - m["real_done_at"] == pytest.approx(0.030, abs=1e-9)
+
+
+def test_explorer_widget_redraws_and_measures():
+    from companion.widgets import dga_explorer
+
+    w = dga_explorer(compute_ms=10.0, steps=12)
+    first = w.text
+    assert "DGA D=5" in first
+    w.delay.value = 0  # D = 0: DGA's modeled time per step equals synchronous SGD's
+    assert w.text != first
+    sync_part, _, dga_part = w.text.split("   ")
+    assert sync_part.split(": ")[1].split(" (")[0] == dga_part.split(": ")[1].split(" (")[0]
+    w.latency.value = 5
+    w.measure.click()  # real ranks, small latency: a second or two
+    assert w.measured_text.startswith("measured: sync SGD")
