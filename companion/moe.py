@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 
 from . import comm_log
+from .experiments import experiment
 from .models import MLP
 from .sequence_parallel import AllToAll
 
@@ -130,6 +131,10 @@ def _max_diff(a, b) -> float:
     return (a.detach().double() - b.detach().double()).abs().max().item()
 
 
+@experiment("moe_expert_parallel", summarize=lambda rs: (
+    "max |diff| vs single-process MoE: " + ", ".join(
+        f"{k} {max(r[k] for r in rs):.1e}" for k in ("out", "x_grad", "router_grad", "expert_grad"))
+    + f"; dropped per rank {[r['dropped'] for r in rs]}"))
 def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 4,
                 tokens: int = 16, d_model: int = 16, d_ff: int = 32, seed: int = 0,
                 dtype: str = "float64") -> dict:

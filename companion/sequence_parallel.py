@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm_log
+from .experiments import experiment
 from .models import attention
 
 __all__ = ["SequenceParallelBlock", "benchmark_layer", "AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
@@ -220,6 +221,14 @@ def _max_diff(a, b) -> float:
     return (a.detach().double() - b.detach().double()).abs().max().item()
 
 
+def _attention_summary(results: list) -> str:
+    r = results[0]
+    return (f"max |diff| vs full attention: output {max(x['out'] for x in results):.1e}, "
+            f"grads {max(x['grads'] for x in results):.1e}; collectives per rank: "
+            f"forward {r['forward']}, backward {r['backward']}")
+
+
+@experiment("sp_attention", summarize=_attention_summary)
 def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
                       heads: int = 4, seq: int = 16, head_dim: int = 8,
                       dtype: str = "float64", seed: int = 0, impl: str = "torch",
@@ -323,6 +332,9 @@ class SequenceParallelBlock(torch.nn.Module):
                 p.grad = comm_log.all_reduce(p.grad, self.group, label="grad_sync")
 
 
+@experiment("sp_benchmark_layer", summarize=lambda rs: (
+    f"{1e3 * rs[0]['seconds']:.1f} ms/step, {rs[0]['bytes']:.0f} bytes sent per rank, "
+    f"max diff {rs[0]['max_diff']:.1e}"))
 def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int = 256,
                     d_model: int = 128, heads: int = 8, seed: int = 0) -> dict:
     """Rank function: median seconds per forward+backward of one transformer block and

@@ -29,6 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import comm_log
+from .experiments import experiment
 from .models import attention
 
 __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
@@ -311,6 +312,14 @@ def _max_diff(a, b) -> float:
     return (a.detach().double() - b.detach().double()).abs().max().item()
 
 
+def _diff_summary(results: list) -> str:
+    r = results[0]
+    worst = {k: max(x[k] for x in results) for k in ("out", "x_grad", "w_grad", "param")}
+    return (f"max |diff| vs single process over {len(results)} rank(s): "
+            + ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
+            + f"\ncollectives per rank: forward {r['forward']}, backward {r['backward']}")
+
+
 def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
     from .models import Block
 
@@ -329,6 +338,7 @@ def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
     return cls(ref, group, sequence_parallel, regather)
 
 
+@experiment("tp_compare", summarize=_diff_summary)
 def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
                            mistake: str | None = None, batch: int = 2, seq: int = 8,
                            d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
@@ -376,6 +386,7 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
             "sp_param_grads": sp_log.counts()}
 
 
+@experiment("tp_dtensor_compare", summarize=lambda rs: str(rs[0]))
 def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
                         seed: int = 0) -> dict:
     """The same MLP parallelised by ``torch.distributed.tensor.parallel``
@@ -429,6 +440,8 @@ def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int
             "fc2_grad": mlp.fc2.weight.grad}
 
 
+@experiment("tp_activation_memory",
+            summarize=lambda rs: f"saved activations per rank: {[r['bytes'] for r in rs]} bytes")
 def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: int = 64,
                      n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
     """Rank function: bytes of the tensors one transformer block saves for backward on

@@ -14,22 +14,26 @@ from companion.sequence_parallel import compare_attention, p2p_all_to_all
 TOL = 1e-12
 
 
-def _run_all(methods):
-    return {(m, c): compare_attention(method=m, causal=c) for m in methods for c in (True, False)}
+def _run_all(methods, p2p=False):
+    runs = {(m, c): compare_attention(method=m, causal=c) for m in methods for c in (True, False)}
+    if p2p:  # Ulysses over the collectives notebook's point-to-point all-to-all
+        runs.update({("ulysses_p2p", c): compare_attention(method="ulysses", causal=c, impl="p2p")
+                     for c in (True, False)})
+    return runs
 
 
 @pytest.fixture(scope="module")
 def runs():
     return {1: companion.launch(_run_all, ["ulysses", "ring"], world_size=1),
             2: companion.launch(_run_all, ["ulysses", "ring"], world_size=2),
-            4: companion.launch(_run_all, ["ulysses", "ring", "hybrid"], world_size=4)}
+            4: companion.launch(_run_all, ["ulysses", "ring", "hybrid"], p2p=True, world_size=4)}
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 4])
 def test_equal_to_full_attention(runs, world_size):
     for per_rank in runs[world_size]:
         for (method, causal), r in per_rank.items():
-            if method == "ulysses":
+            if method.startswith("ulysses"):
                 assert r["out"] == 0.0 and r["grads"] == 0.0, (method, causal, r)
             else:
                 assert r["out"] <= TOL and r["grads"] <= TOL, (method, causal, r)
@@ -70,22 +74,24 @@ def test_ulysses_layout_and_ring_trace(runs):
         assert [t["computed"] for t in trace] == [t["kv_block"] <= rank for t in trace]
 
 
-def test_ulysses_heads_must_divide():
-    with pytest.raises(companion.LaunchError, match="heads divisible"):
-        companion.launch(compare_attention, world_size=4, method="ulysses", heads=6)
+@pytest.mark.parametrize("kwargs,message", [
+    ({"method": "ulysses", "heads": 6}, "heads divisible"),
+    ({"method": "hybrid", "ulysses_size": 3}, "ulysses_size=3 must divide"),
+    ({"method": "ring", "seq": 18}, "seq=18 is not divisible"),
+])
+def test_bad_sizes_raise_value_error(kwargs, message):
+    with pytest.raises(companion.LaunchError, match=f"ValueError: .*{message}"):
+        companion.launch(compare_attention, world_size=4, **kwargs)
 
 
-def test_hybrid_group_size_must_divide():
-    with pytest.raises(companion.LaunchError, match="ulysses_size=3 must divide"):
-        companion.launch(compare_attention, world_size=4, method="hybrid", ulysses_size=3)
-
-
-def test_ulysses_with_point_to_point_all_to_all():
-    if p2p_all_to_all() is None:
-        pytest.fail("companion.collectives.all_to_all is missing (collectives notebook)")
-    for impl in ("torch", "p2p"):
-        for r in companion.launch(compare_attention, world_size=4, method="ulysses", impl=impl):
-            assert r["out"] == 0.0 and r["grads"] == 0.0
+def test_ulysses_with_point_to_point_all_to_all(runs):
+    assert p2p_all_to_all() is not None, "companion.collectives.all_to_all is missing"
+    for per_rank in runs[4]:
+        for causal in (True, False):
+            torch_run, p2p_run = per_rank[("ulysses", causal)], per_rank[("ulysses_p2p", causal)]
+            assert p2p_run["out"] == 0.0 and p2p_run["grads"] == 0.0
+            assert p2p_run["layout"]["heads"].equal(torch_run["layout"]["heads"])
+            assert p2p_run["forward"] == torch_run["forward"] == {"all_to_all": 4}
 
 
 def test_recorded_frames_drive_the_player(runs):
