@@ -11,6 +11,7 @@ control and check that the drawing followed.
 from __future__ import annotations
 
 import ipywidgets as widgets
+from IPython.display import display
 import matplotlib.pyplot as plt
 
 from ..pipeline import SCHEDULES, OpCosts, bubble_fraction, simulate
@@ -35,12 +36,13 @@ def _show(box, fig):
     """Display ``fig`` in the box's output; ``box.title``/``box.draws`` record what was drawn
     (an Output widget captures nothing outside a kernel, so tests read these)."""
     box.title = " | ".join(ax.get_title() for ax in fig.axes if ax.get_title())
+    fig.tight_layout()
     box.draws = getattr(box, "draws", 0) + 1
     output = box.output
     with output:
         output.clear_output(wait=True)
-        plt.show(fig)
-    plt.close(fig)
+        display(fig)
+    plt.close(fig)  # drawn once into the output; keep pyplot from showing it again
 
 
 def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "gpipe",
