@@ -16,10 +16,14 @@ _LAZY = {"DDP": "companion.ddp", "ShardedOptimizer": "companion.zero", "FSDP": "
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
+    # Submodules load on first use too (`companion.widgets.planner()` without an import).
+    import importlib
+    import importlib.util
 
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if importlib.util.find_spec(f"companion.{name}") is not None:
+        return importlib.import_module(f"companion.{name}")
     raise AttributeError(f"module 'companion' has no attribute {name!r}")
 
 __all__ = [

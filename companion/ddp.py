@@ -15,12 +15,19 @@ Contract (as in torch's DDP and CS336 assignment 2):
   gradients equal single-process gradients of the mean loss over the global batch. It is
   also queued automatically at the end of backward; calling it again is harmless.
 
+``process_group`` restricts all of this to a sub-group (the DP dimension of a device
+mesh, notebook 09), and ``with ddp.no_sync():`` lets gradients accumulate locally over
+several backward passes (micro-batches) and communicates only on the next one outside
+it, as torch's DDP does.
+
 Frozen parameters (``requires_grad=False``) are broadcast but never communicated. A tied
 parameter is one tensor, so ``module.parameters()`` yields it once and its hook fires
 once, after both uses have accumulated into its gradient. Every trainable parameter must
 receive a gradient in each backward (torch's ``find_unused_parameters=False``).
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 import torch.distributed as dist
@@ -34,17 +41,21 @@ __all__ = ["DDP"]
 class DDP(nn.Module):
     """Minimal DistributedDataParallel: per-parameter or bucketed async all-reduce."""
 
-    def __init__(self, module: nn.Module, bucket_size_mb: float | None = None):
+    def __init__(self, module: nn.Module, bucket_size_mb: float | None = None,
+                 process_group=None):
         super().__init__()
         if bucket_size_mb is not None and bucket_size_mb <= 0:
             raise ValueError(f"bucket_size_mb must be positive or None, got {bucket_size_mb}; "
                              "use None for one all-reduce per parameter.")
         self.module = module
-        self.world_size = dist.get_world_size()
+        self.group = process_group
+        self.world_size = dist.get_world_size(process_group)
         self.ledger = CommLedger(self.world_size)
+        self._sync = True
+        source = 0 if process_group is None else dist.get_global_rank(process_group, 0)
         with torch.no_grad():
             for tensor in list(module.parameters()) + list(module.buffers()):
-                dist.broadcast(tensor, src=0)
+                dist.broadcast(tensor, src=source, group=process_group)
                 self.ledger.record("broadcast", tensor.numel() * tensor.element_size())
         trainable = [p for p in module.parameters() if p.requires_grad]
         # Backward produces gradients roughly in reverse order of definition, so buckets
@@ -77,7 +88,18 @@ class DDP(nn.Module):
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
 
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside accumulate gradients locally without communicating."""
+        previous, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = previous
+
     def _on_grad_ready(self, param: torch.Tensor) -> None:
+        if not self._sync:
+            return
         if not self._callback_queued:
             # Runs once backward has finished, like torch DDP's final callback.
             torch.autograd.Variable._execution_engine.queue_callback(
@@ -90,11 +112,11 @@ class DDP(nn.Module):
         bucket = self.buckets[index]
         if len(bucket) == 1:
             flat = None
-            work = dist.all_reduce(param.grad, async_op=True)
+            work = dist.all_reduce(param.grad, group=self.group, async_op=True)
             nbytes = param.grad.numel() * param.grad.element_size()
         else:
             flat = torch.cat([p.grad.reshape(-1) for p in bucket])
-            work = dist.all_reduce(flat, async_op=True)
+            work = dist.all_reduce(flat, group=self.group, async_op=True)
             nbytes = flat.numel() * flat.element_size()
         self.ledger.record("all_reduce", nbytes)
         self._pending.append((work, index, flat))

@@ -1,0 +1,214 @@
+"""Hybrid parallelism on real ranks: DP x TP and PP x DP on a 2x2 device mesh.
+
+Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``). Nothing here is new
+parallelism: it composes the package's pieces on process sub-groups from torch's
+``init_device_mesh`` (row-major, last dimension innermost, as Megatron places TP):
+
+* **DP x TP** (``train_dp_tp``): the transformer's blocks become
+  ``tensor_parallel.ParallelBlock`` on the TP group (notebook 05) and the whole model is
+  wrapped in ``companion.DDP`` on the DP group (notebook 03). TP ranks of one replica
+  see the same data shard; DP replicas see different shards.
+* **PP x DP** (``train_pp_dp``): the same transformer (untied) cut into
+  :class:`TransformerStage` pieces runs a ``companion.pipeline`` schedule (notebook 04)
+  with point-to-point sends to the neighbouring stage of the same replica; each stage in
+  ``companion.DDP`` on its DP group, synchronising only on the last backward of a step
+  (``no_sync`` for the others, as with torch's DDP under gradient accumulation).
+
+Both return, per rank, the parameters they own next to the same shard of a
+single-process reference trained on the full batch, and the bytes they handed to each
+kind of collective, which notebook 09 compares with the planner's prediction.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
+
+from . import comm_log, data, runtime, tensor_parallel
+from .ddp import DDP
+from .experiments import experiment
+from .models import TinyTransformer
+from .pipeline import make_schedule
+
+__all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp", "transformer_reference",
+           "TransformerStage", "TRANSFORMER"]
+
+TRANSFORMER = dict(d_model=32, n_heads=4, n_layers=2, max_seq_len=16)
+
+
+def _check_mesh(a: int, b: int, names: str) -> None:
+    if a * b != runtime.world_size():
+        raise ValueError(f"a {names} mesh of {a}x{b} needs world_size={a * b}, "
+                         f"not {runtime.world_size()}; launch with world_size={a * b}.")
+
+
+def parallelize_dp_tp(model: TinyTransformer, tp_group) -> TinyTransformer:
+    """Swap each block for its tensor-parallel twin built from the same weights (in
+    place, torchtitan style: the model class itself knows nothing about it)."""
+    for i, block in enumerate(model.blocks):
+        model.blocks[i] = tensor_parallel.ParallelBlock(block, tp_group)
+    return model
+
+
+def transformer_reference(*, steps: int, batch: int, lr: float, seed: int = 0,
+                          tie_weights: bool = True) -> dict:
+    """Single-process training on the full batch: the reference for both hybrid runs."""
+    corpus = data.CharCorpus()
+    model = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=tie_weights, seed=seed,
+                            **TRANSFORMER)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "params": dict(model.named_parameters()), "model": model}
+
+
+@experiment("hybrid_dp_tp")
+def train_dp_tp(*, dp: int = 2, tp: int = 2, steps: int = 3, batch: int = 8, lr: float = 0.5,
+                seed: int = 0) -> dict:
+    """Train a tiny transformer with DP x TP on a (dp, tp) mesh; compare with one process."""
+    _check_mesh(dp, tp, "DP x TP")
+    if batch % dp:
+        raise ValueError(f"batch={batch} must split evenly over dp={dp}; use a multiple of {dp}.")
+    mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+    dp_rank = mesh.get_local_rank("dp")
+    corpus = data.CharCorpus()
+    model = parallelize_dp_tp(
+        TinyTransformer(vocab_size=corpus.vocab_size, seed=seed, **TRANSFORMER), mesh.get_group("tp"))
+    ddp = DDP(model, process_group=mesh.get_group("dp"))
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr)
+    losses = []
+    with comm_log.recording() as log:
+        for step in range(steps):
+            x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
+            x, y = data.shard(x, dp_rank, dp), data.shard(y, dp_rank, dp)
+            loss = F.cross_entropy(ddp(x).flatten(0, 1), y.flatten())
+            opt.zero_grad()
+            loss.backward()
+            ddp.finish_gradient_synchronization()
+            opt.step()
+            mean = loss.detach().clone()
+            dist.all_reduce(mean, group=mesh.get_group("dp"))
+            losses.append(mean.item() / dp)
+    ref = transformer_reference(steps=steps, batch=batch, lr=lr, seed=seed)
+    tp_group = mesh.get_group("tp")
+    params, expected = {}, {}
+    for name, p in model.named_parameters():
+        params[name] = p.detach().clone()
+        expected[name] = tensor_parallel.shard_like(p, ref["params"][name].detach(), tp_group)
+    return {"coords": (dp_rank, mesh.get_local_rank("tp")), "losses": losses,
+            "ref_losses": ref["losses"], "params": params, "expected": expected,
+            "tp_bytes": log.bytes(kind="all_reduce", wire=False) / steps,
+            "tp_calls": log.counts(), "dp_bytes": _ledger_bytes(ddp) / steps}
+
+
+def _ledger_bytes(ddp: DDP) -> float:
+    """Payload bytes ``ddp`` handed to gradient all-reduces (its start-up broadcast excluded)."""
+    return float(sum(n for op, n in ddp.ledger.calls if op == "all_reduce"))
+
+
+class TransformerStage(nn.Module):
+    """Pipeline stage ``stage`` of ``pp`` cut from a TinyTransformer (untied weights):
+    the first stage embeds, the last normalises and projects to the vocabulary."""
+
+    def __init__(self, model: TinyTransformer, stage: int, pp: int):
+        super().__init__()
+        if model.head.weight is model.tok_emb.weight and pp > 1:
+            raise ValueError("tied embeddings would live on two stages; build the model with "
+                             "tie_weights=False for pipeline parallelism.")
+        base, extra = divmod(len(model.blocks), pp)
+        start = stage * base + min(stage, extra)
+        self.first, self.last = stage == 0, stage == pp - 1
+        if self.first:
+            self.tok_emb, self.pos_emb = model.tok_emb, model.pos_emb
+        self.blocks = nn.ModuleList(model.blocks[start:start + base + (stage < extra)])
+        if self.last:
+            self.ln_f, self.head = model.ln_f, model.head
+
+    def forward(self, x):
+        if self.first:
+            x = self.tok_emb(x) + self.pos_emb(torch.arange(x.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x)) if self.last else x
+
+
+@experiment("hybrid_pp_dp")
+def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
+                microbatches: int = 2, schedule: str = "1f1b", lr: float = 0.5,
+                seed: int = 0) -> dict:
+    """Train a tiny transformer with PP x DP on a (pp, dp) mesh; compare with one process."""
+    _check_mesh(pp, dp, "PP x DP")
+    if batch % (dp * microbatches):
+        raise ValueError(f"batch={batch} must split into dp={dp} x microbatches={microbatches} "
+                         f"equal parts; use a multiple of {dp * microbatches}.")
+    mesh = init_device_mesh("cpu", (pp, dp), mesh_dim_names=("pp", "dp"))
+    stage, dp_rank = mesh.get_local_rank("pp"), mesh.get_local_rank("dp")
+    sched = make_schedule(schedule, pp, microbatches)
+    corpus = data.CharCorpus()
+    full = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=False, seed=seed, **TRANSFORMER)
+    piece = TransformerStage(full, stage, pp)
+    ddp = DDP(piece, process_group=mesh.get_group("dp"))
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr)
+    neighbour = {d: int(mesh.mesh[stage + d, dp_rank]) for d in (-1, 1) if 0 <= stage + d < pp}
+    seq, width = TRANSFORMER["max_seq_len"], TRANSFORMER["d_model"]
+    last_b = max(i for i, op in enumerate(sched.ops[stage]) if op.kind == "B")
+    losses, p2p_bytes = [], 0
+    for step in range(steps):
+        x, y = corpus.batch(step, batch, seq, seed)
+        mb_x = data.shard(x, dp_rank, dp).chunk(microbatches)
+        mb_y = data.shard(y, dp_rank, dp).chunk(microbatches)
+        # Sends are asynchronous: with blocking ones, 1F1B deadlocks as soon as a stage
+        # sends its next activation while its neighbour sends back a gradient.
+        saved, loss_sum, sends = {}, 0.0, []
+        opt.zero_grad()
+        for i, op in enumerate(sched.ops[stage]):
+            mb = op.microbatch
+            if op.kind == "F":
+                if stage == 0:
+                    h_in = mb_x[mb]
+                else:
+                    h_in = torch.empty(len(mb_x[mb]), seq, width)
+                    dist.recv(h_in, src=neighbour[-1])
+                    h_in.requires_grad_()
+                out = ddp(h_in)
+                if stage == pp - 1:
+                    out = F.cross_entropy(out.flatten(0, 1), mb_y[mb].flatten()) / microbatches
+                    loss_sum += out.item()
+                else:
+                    sends.append(dist.isend(out.detach(), dst=neighbour[1]))
+                    p2p_bytes += out.numel() * out.element_size()
+                saved[mb] = (h_in, out)
+            else:  # "B": this micro-batch's gradients; DP sync on the step's last one only
+                h_in, out = saved.pop(mb)
+                grad_out = None
+                if stage < pp - 1:
+                    grad_out = torch.empty_like(out)
+                    dist.recv(grad_out, src=neighbour[1])
+                with contextlib.nullcontext() if i == last_b else ddp.no_sync():
+                    out.backward(grad_out)
+                if stage > 0:
+                    sends.append(dist.isend(h_in.grad, dst=neighbour[-1]))
+                    p2p_bytes += h_in.grad.numel() * h_in.grad.element_size()
+        for handle in sends:
+            handle.wait()
+        ddp.finish_gradient_synchronization()
+        opt.step()
+        total = torch.tensor([loss_sum])
+        dist.all_reduce(total)  # only last-stage ranks contribute: the mean over replicas
+        losses.append(total.item() / dp)
+    ref = transformer_reference(steps=steps, batch=batch, lr=lr, seed=seed, tie_weights=False)
+    ref_piece = TransformerStage(ref["model"], stage, pp)
+    return {"coords": (stage, dp_rank), "losses": losses, "ref_losses": ref["losses"],
+            "params": {n: p.detach().clone() for n, p in piece.named_parameters()},
+            "expected": {n: p.detach().clone() for n, p in ref_piece.named_parameters()},
+            "pp_bytes": p2p_bytes / steps, "dp_bytes": _ledger_bytes(ddp) / steps}

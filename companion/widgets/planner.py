@@ -1,0 +1,102 @@
+"""The planner as a widget: pick a model, a cluster and a batch; see the ranking.
+
+Shown in notebook 09. Everything is recomputed on every change (a search takes well
+under a second), so an instructor can ask "and with twice the batch?" live.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from ..planner import CLUSTERS, MODELS, plan
+from ._base import guarded
+
+__all__ = ["planner", "plan_breakdown_figure", "ranking_html"]
+
+TIME_PARTS = [("compute", "compute"), ("tp_comm", "TP comm"), ("pp_comm", "PP comm"),
+              ("bubble", "pipeline bubble"), ("dp_comm_exposed", "DP comm (exposed)")]
+MEMORY_PARTS = [("params", "weights"), ("grads", "gradients"), ("optimizer", "optimizer"),
+                ("activations", "activations"), ("reserve", "runtime reserve")]
+
+
+def ranking_html(feasible, infeasible, top: int = 8) -> str:
+    """A ranked table of the best configurations and a count of rejections by reason."""
+    rows = "".join(
+        f"<tr><td>{i + 1}</td><td>{html.escape(p.label())}</td><td>{p.step_time:.2f}</td>"
+        f"<td>{100 * p.mfu:.1f}%</td><td>{p.memory['total'] / 1e9:.1f}</td>"
+        f"<td>{100 * p.bubble:.0f}%</td></tr>" for i, p in enumerate(feasible[:top]))
+    reasons: dict[str, int] = {}
+    for p in infeasible:
+        key = p.reason.split(":")[0] if p.reason.startswith("out of memory") else p.reason
+        key = key if len(key) < 90 else key[:87] + "..."
+        reasons[key] = reasons.get(key, 0) + 1
+    rejected = "".join(f"<li>{n} &times; {html.escape(r)}</li>"
+                       for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:6])
+    return (f"<b>{len(feasible)} feasible</b>, {len(infeasible)} rejected."
+            "<table><tr><th>#</th><th>configuration</th><th>step (s)</th><th>MFU</th>"
+            f"<th>GB/GPU</th><th>bubble</th></tr>{rows}</table>"
+            f"<details><summary>why configurations were rejected</summary><ul>{rejected}</ul>"
+            "</details>")
+
+
+def plan_breakdown_figure(plans, gpu_memory_gb: float, title: str = ""):
+    """Stacked bars: step time by part, and memory per GPU by part, for each plan."""
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(12, 2.2 + 0.8 * len(plans)))
+    labels = [p.label().replace(" ZeRO", "\nZeRO") for p in plans]
+    for ax, parts, scale, unit in ((ax_t, TIME_PARTS, 1.0, "s"), (ax_m, MEMORY_PARTS, 1e9, "GB")):
+        bottom = [0.0] * len(plans)
+        source = "times" if unit == "s" else "memory"
+        for key, name in parts:
+            values = [getattr(p, source).get(key, 0.0) / scale for p in plans]
+            ax.barh(labels, values, left=bottom, label=name)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.invert_yaxis()
+        ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3,
+                  frameon=False)
+    ax_m.axvline(gpu_memory_gb, color="black", ls="--", label=f"{gpu_memory_gb:g} GB GPU")
+    ax_m.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3,
+                frameon=False)
+    ax_t.set(title="Step time by part", xlabel="seconds per step")
+    ax_m.set(title="Memory per GPU by part", xlabel="GB (1e9 bytes)")
+    ax_m.set_yticklabels([])
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
+            global_batch: int = 512) -> widgets.VBox:
+    """Widget: model, cluster and global batch in; ranked plans and breakdowns out."""
+    model_w = widgets.Dropdown(options=list(MODELS), value=model, description="model")
+    cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description="cluster",
+                                 layout=widgets.Layout(width="360px"))
+    batch_w = widgets.IntText(value=global_batch, description="batch (seqs)")
+    table = widgets.HTML()
+    out = widgets.Output()
+
+    @guarded(out)
+    def update(_=None):
+        m, c = MODELS[model_w.value], CLUSTERS[cluster_w.value]
+        feasible, infeasible = plan(m, c, batch_w.value)
+        table.value = ranking_html(feasible, infeasible)
+        with out:
+            out.clear_output(wait=True)
+            if feasible:
+                fig = plan_breakdown_figure(feasible[:5], c.gpu_memory_gb,
+                                            f"{m.name} on {c.name}, batch {batch_w.value} x {m.seq_len} tokens")
+                display(fig)
+                plt.close(fig)
+            else:
+                print("No configuration fits: more GPUs, a smaller batch or more GPU memory.")
+        box.last_plans = feasible
+
+    for w in (model_w, cluster_w, batch_w):
+        w.observe(update, names="value")
+    box = widgets.VBox([widgets.HBox([model_w, cluster_w, batch_w]), table, out])
+    box.controls = {"model": model_w, "cluster": cluster_w, "global_batch": batch_w}
+    box.table, box.output = table, out
+    update()
+    return box
