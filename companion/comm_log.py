@@ -177,15 +177,24 @@ def all_to_all(inputs: list[torch.Tensor], group=None, label: str = "",
 
 
 def exchange(send: list[torch.Tensor], to_rank: int, from_rank: int,
-             label: str = "") -> list[torch.Tensor]:
+             label: str = "", async_op: bool = False):
     """Send tensors to global rank ``to_rank`` while receiving same-shaped ones from
-    ``from_rank`` (one batched isend/irecv, so a ring cannot deadlock)."""
+    ``from_rank`` (one batched isend/irecv, so a ring cannot deadlock).
+
+    Returns the received tensors; with ``async_op=True`` returns a function that waits
+    and then returns them, so the caller can compute while the bytes travel (ring
+    attention overlaps each hop with the current block's attention)."""
     recv = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in send]
     ops = []
     for s, r in zip(send, recv):
         ops.append(dist.P2POp(dist.isend, s.contiguous(), to_rank))
         ops.append(dist.P2POp(dist.irecv, r, from_rank))
-    for req in dist.batch_isend_irecv(ops):
-        req.wait()
+    reqs = dist.batch_isend_irecv(ops)
     _record("send", sum(t.numel() * t.element_size() for t in send), 2, label)
-    return recv
+
+    def wait():
+        for req in reqs:
+            req.wait()
+        return recv
+
+    return wait if async_op else wait()

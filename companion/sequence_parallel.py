@@ -130,6 +130,10 @@ class RingAttention(torch.autograd.Function):
         kb, vb = k, v
         for t in range(n):
             j = (i - t) % n  # the K/V block this rank holds at step t
+            # Start passing this block on before computing with it: the hop overlaps
+            # the block's attention (the point of ring attention on real hardware).
+            pending = (comm_log.exchange([kb, vb], nxt, prv, label="ring_kv", async_op=True)
+                       if t < n - 1 else None)
             s = _block_scores(q, kb, scale, causal, i, j)
             if s is not None:  # online softmax: rescale what we had to the new running max
                 m_new = torch.maximum(m, s.amax(dim=-1))
@@ -141,8 +145,8 @@ class RingAttention(torch.autograd.Function):
             if trace is not None:
                 trace.append({"phase": "forward", "step": t, "rank": i, "kv_block": j,
                               "computed": s is not None})
-            if t < n - 1:
-                kb, vb = comm_log.exchange([kb, vb], nxt, prv, label="ring_kv")
+            if pending is not None:
+                kb, vb = pending()
         out = o / l.unsqueeze(-1)
         lse = m + torch.log(l)
         ctx.save_for_backward(q, k, v, out, lse)
@@ -160,6 +164,9 @@ class RingAttention(torch.autograd.Function):
         kb, vb, dkb, dvb = k, v, torch.zeros_like(k), torch.zeros_like(v)
         for t in range(n):
             j = (i - t) % n
+            # K/V can travel on while we compute; dK/dV must wait for this block's update.
+            pending = (comm_log.exchange([kb, vb], nxt, prv, label="ring_kv", async_op=True)
+                       if t < n - 1 else None)
             s = _block_scores(q, kb, scale, causal, i, j)
             if s is not None:
                 p = torch.exp(s - lse.unsqueeze(-1))  # the softmax, rebuilt from the saved lse
@@ -169,12 +176,11 @@ class RingAttention(torch.autograd.Function):
                 dkb = dkb + ds.transpose(-2, -1) @ q * scale
             if n == 1:
                 break
-            # K/V travel on with their gradient accumulators; after n hops the
-            # accumulators are back on the rank that owns the block (K/V are not needed).
-            if t < n - 1:
-                kb, vb, dkb, dvb = comm_log.exchange([kb, vb, dkb, dvb], nxt, prv, label="ring_kv")
-            else:
-                dkb, dvb = comm_log.exchange([dkb, dvb], nxt, prv, label="ring_dkv")
+            # The gradient accumulators follow their K/V block; after n hops they are
+            # back on the rank that owns the block.
+            dkb, dvb = comm_log.exchange([dkb, dvb], nxt, prv, label="ring_dkv")
+            if pending is not None:
+                kb, vb = pending()
         return dq, dkb, dvb, None, None, None
 
 

@@ -44,10 +44,11 @@ def test_collectives_issued(runs):
     # Ulysses: q, k, v to head shards and the output back; the same four in backward.
     assert r4[("ulysses", True)]["forward"] == {"all_to_all": 4}
     assert r4[("ulysses", True)]["backward"] == {"all_to_all": 4}
-    # Ring on 4 ranks: K/V hop 3 times forward; backward K/V+dK/dV hop 3 times and the
-    # accumulators take a 4th hop home.
+    # Ring on 4 ranks: K/V hop 3 times forward. Backward: K/V hop 3 times (started
+    # before each block's compute, to overlap), the dK/dV accumulators hop after each
+    # update, 4 times, the last one bringing them home.
     assert r4[("ring", True)]["forward"] == {"send": 3}
-    assert r4[("ring", True)]["backward"] == {"send": 4}
+    assert r4[("ring", True)]["backward"] == {"send": 3 + 4}
     # 2D (2 x 2): Ulysses all-to-alls inside pairs, one ring hop across them.
     assert r4[("hybrid", True)]["forward"] == {"all_to_all": 4, "send": 1}
 
@@ -59,8 +60,9 @@ def test_communication_volume_formulas(runs):
         shard = b * h * (s // p) * d * item  # one of q, k, v on one rank
         # Ulysses: 4 all-to-alls of a shard, (p-1)/p of each leaves the rank.
         assert r[("ulysses", True)]["forward_bytes"] == pytest.approx(4 * shard * (p - 1) / p)
-        # Ring: K and V blocks, p-1 hops.
+        # Ring: K and V blocks, p-1 hops; backward adds dK and dV, p hops.
         assert r[("ring", True)]["forward_bytes"] == pytest.approx(2 * shard * (p - 1))
+        assert r[("ring", True)]["backward_bytes"] == pytest.approx(2 * shard * (p - 1) + 2 * shard * p)
 
 
 def test_ulysses_layout_and_ring_trace(runs):
