@@ -126,8 +126,10 @@ def activation_memory_per_layer(seq_len, batch, hidden, heads, tp=1,
       dropout are recomputed in backward);
     * ``recompute="full"`` keeps only each layer's input, 2 s b h.
 
-    Of the 34, attention contributes 10 and the MLP 24 (CS336 L8); the 10 that tensor
-    parallelism alone cannot split are the LayerNorm and dropout inputs.
+    By block the 34 are attention 11, MLP 19 and the two LayerNorms 4 (the paper's
+    Section 4.1). Tensor parallelism divides 24 of them by t; the other 10 (LayerNorm
+    inputs, the inputs of the QKV and first MLP linears, two dropout masks) stay whole
+    unless sequence parallelism shards them along the sequence.
     """
     for name, value in (("seq_len", seq_len), ("batch", batch), ("hidden", hidden),
                         ("heads", heads), ("tp", tp)):

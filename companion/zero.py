@@ -372,3 +372,9 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
             "num_params": num_params,
             "comm_bytes": ledger.bytes_sent() if ledger is not None else None,
             "timeline": getattr(net, "timeline", None)}
+
+
+def train_many(configs) -> list:
+    """Run :func:`train` once per keyword dict in ``configs`` on the same ranks (one launch
+    instead of many; notebook 03 and the tests use it)."""
+    return [train(**config) for config in configs]

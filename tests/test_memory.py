@@ -150,7 +150,7 @@ def test_activation_memory_widget_responds(capsys):
     assert _text(box) != before
     box.recompute.value = "full"
     expected = M.activation_memory_per_layer(2048, 1, 12288, 96, tp=8, recompute="full")
-    assert f"{expected / 2**30:,.3f} GiB per layer" in _text(box)
+    assert f"{expected / M.GB:,.3f} GB per layer" in _text(box)
     capsys.readouterr()
     box.heads.value = -1
     assert "Invalid input" in capsys.readouterr().out

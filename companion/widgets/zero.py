@@ -177,21 +177,21 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
 
             fig, ax = plt.subplots(figsize=(9, 4))
             colors = [OKABE_ITO[1] if v == chosen else OKABE_ITO[0] for v in values]
-            ax.barh(range(len(values)), [v / 2**30 for v in values], color=colors)
+            ax.barh(range(len(values)), [v / M.GB for v in values], color=colors)
             ax.set_yticks(range(len(values)), [name for name, _ in variants])
             ax.invert_yaxis()
             for i, v in enumerate(values):
-                ax.text(v / 2**30, i, f" {v / 2**30:,.2f}", va="center")
-            ax.set_xlabel("activation memory per layer per GPU (GiB)")
+                ax.text(v / M.GB, i, f" {v / M.GB:,.2f}", va="center")
+            ax.set_xlabel("activation memory per layer per GPU (GB)")
             ax.set_title(f"s={s.value}, b={b.value}, h={h.value}, a={a.value}: 5as/h = "
                          f"{5 * a.value * s.value / h.value:,.1f} vs 34")
-            ax.set_xlim(0, max(values) / 2**30 * 1.25)
+            ax.set_xlim(0, max(values) / M.GB * 1.25)
             return fig
 
         _render(image, output, draw)
         text.value = _pre([f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
-                           f"{chosen / 2**30:,.3f} GiB per layer, "
-                           f"{chosen * L.value / 2**30:,.1f} GiB for {L.value} layers"])
+                           f"{chosen / M.GB:,.3f} GB per layer, "
+                           f"{chosen * L.value / M.GB:,.1f} GB for {L.value} layers"])
 
     for control in (s, b, h, a, t, sp, rc, L):
         control.observe(redraw, "value")
