@@ -39,6 +39,7 @@ def main(argv=None) -> int:
              f"fedavg K={args.local_steps}": dict(algorithm="fedavg", local_steps=args.local_steps),
              f"dga D={args.delay}": dict(algorithm="dga", delay=args.delay)}
     data = load_digits()
+    companion.launch(dga.sweep, runs=[], data=data, world_size=args.world_size)  # warm start
     print(f"{args.world_size} ranks, {steps} steps, {args.compute_ms:g} ms compute per step "
           f"(emulated device time), {4 * count_parameters(TinyMLP()):,} bytes per message")
     header = f"{'latency':>8} | " + " | ".join(f"{name:>22}" for name in algos) + " | speedup fedavg, dga"

@@ -199,8 +199,10 @@ class DelayedComm:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        # On an error the peers may never join our pending operations; the thread is a
+        # daemon and dies with the process, so do not hold the error back for long.
+        self.close(timeout=30.0 if exc_type is None else 1.0)
 
 
 def _summarize_link(results) -> str:

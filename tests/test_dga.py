@@ -43,6 +43,15 @@ def test_dga_with_zero_delay_is_synchronous_sgd_bit_for_bit():
     assert all(torch.equal(sync[0]["w"], r["w"]) for r in sync)
 
 
+def test_seeds_side_by_side_are_independent_runs():
+    both = _train(algorithm="dga", delay=3, seeds=[0, 1])
+    alone = [_train(algorithm="dga", delay=3, seed=s) for s in (0, 1)]
+    for r in range(2):
+        # Two ranks: the averages round identically, so the runs agree bit for bit.
+        assert torch.equal(both[r]["w"], torch.cat([alone[0][r]["w"], alone[1][r]["w"]]))
+        assert both[r]["accuracies"] == [alone[0][r]["accuracy"], alone[1][r]["accuracy"]]
+
+
 def _full_batch_reference(steps, lr, schedule, seed=0, batch_size=64):
     train_data, _ = dga.digits_split(digits())
     model = TinyMLP(seed=seed)

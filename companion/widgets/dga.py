@@ -80,14 +80,14 @@ def animate_recorded(ranks: list[dict], frames: int = 30, title: str = ""):
     from matplotlib.animation import FuncAnimation
 
     end = max(r["end"] for r in ranks)
-    fig, ax = plt.subplots(figsize=(10, 3.6), dpi=72)
+    fig, ax = plt.subplots(figsize=(11, 3.6), dpi=72)
 
     def frame(k):
         ax.clear()
         now = end * (k + 1) / frames
         draw_recorded(ax, ranks, until=now, title=title)
         ax.axvline(1e3 * now, color="k", lw=1)
-        ax.legend(handles=legend_handles(), loc="upper left", fontsize=9, ncol=3)
+        ax.legend(handles=legend_handles(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=10)
 
     anim = FuncAnimation(fig, frame, frames=frames, interval=150)
     plt.close(fig)
