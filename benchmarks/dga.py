@@ -42,18 +42,24 @@ def main(argv=None) -> int:
     companion.launch(dga.sweep, runs=[], data=data, world_size=args.world_size)  # warm start
     print(f"{args.world_size} ranks, {steps} steps, {args.compute_ms:g} ms compute per step "
           f"(emulated device time), {4 * count_parameters(TinyMLP()):,} bytes per message")
-    header = f"{'latency':>8} | " + " | ".join(f"{name:>22}" for name in algos) + " | speedup fedavg, dga"
+    header = (f"{'latency':>8} | " + " | ".join(f"{name:>22}" for name in algos)
+              + " | speedup fedavg, dga")
     print(header)
     print("-" * len(header))
     start, ok = time.perf_counter(), True
     for lat in latencies:
-        runs = [dict(cfg, alpha_ms=lat, compute_ms=args.compute_ms, steps=steps) for cfg in algos.values()]
-        res = companion.launch(dga.sweep, runs=runs, data=data, world_size=args.world_size, timeout=300)
-        measured = [1e3 * statistics.median(r[k]["seconds_per_step"] for r in res) for k in range(len(runs))]
-        model = [modeled_step_times(c["algorithm"], steps, args.compute_ms, lat, delay=c.get("delay", 0),
-                                    local_steps=c.get("local_steps", 1))[-1][2] / steps for c in runs]
+        runs = [dict(cfg, alpha_ms=lat, compute_ms=args.compute_ms, steps=steps)
+                for cfg in algos.values()]
+        res = companion.launch(dga.sweep, runs=runs, data=data, world_size=args.world_size,
+                               timeout=300)
+        measured = [1e3 * statistics.median(r[k]["seconds_per_step"] for r in res)
+                    for k in range(len(runs))]
+        model = [modeled_step_times(c["algorithm"], steps, args.compute_ms, lat,
+                                    delay=c.get("delay", 0), local_steps=c.get("local_steps", 1)
+                                    )[-1][2] / steps for c in runs]
         cells = " | ".join(f"{m:7.1f} ms (model {p:6.1f})" for m, p in zip(measured, model))
-        print(f"{lat:5g} ms | {cells} | {measured[0] / measured[1]:5.1f}x, {measured[0] / measured[2]:5.1f}x")
+        print(f"{lat:5g} ms | {cells} | {measured[0] / measured[1]:5.1f}x, "
+              f"{measured[0] / measured[2]:5.1f}x")
         if lat >= 50 and not measured[2] < measured[0]:
             ok = False
     print(f"total {time.perf_counter() - start:.1f} s; target (DGA faster than sync at >= 50 ms): "

@@ -227,7 +227,8 @@ def measure_link(*, alphas_ms=(0.0, 1.0, 10.0, 50.0), nbytes: int = 100_000,
                 work.wait()
                 total.append(work.consumed_at - work.submitted_at)
                 real.append(work.real_done_at - work.submitted_at)
-        out.append({"alpha_ms": alpha_ms, "model_ms": 1e3 * link_delay(x.numel() * 4, alpha_ms / 1e3, beta),
+        model_s = link_delay(x.numel() * 4, alpha_ms / 1e3, beta)
+        out.append({"alpha_ms": alpha_ms, "model_ms": 1e3 * model_s,
                     "measured_ms": 1e3 * statistics.median(total),
                     "real_ms": 1e3 * statistics.median(real)})
     return out

@@ -99,12 +99,13 @@ def draw_modeled(ax, rows: dict[str, list]) -> None:
     names = list(rows)
     for lane, name in enumerate(names):
         y = len(names) - 1 - lane
-        for c0, c1, u in rows[name]:
-            ax.barh(y, c1 - c0, left=c0, height=0.5, color=COMPUTE)
+        for c0, c1, u in rows[name]:  # white edges mark the step boundaries
+            ax.barh(y, c1 - c0, left=c0, height=0.5, color=COMPUTE, edgecolor="white", lw=0.8)
             if u > c1:
-                ax.barh(y, u - c1, left=c1, height=0.5, color=WAIT)
+                ax.barh(y, u - c1, left=c1, height=0.5, color=WAIT, edgecolor="white", lw=0.8)
     ax.set_yticks(range(len(names)), names[::-1])
     ax.set_xlabel("time (ms)")
+    ax.legend(handles=legend_handles()[:2], loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", visible=False)
 
 
@@ -134,7 +135,8 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         if lat < 0 or d < 0 or k < 1:
             raise ValueError("latency must be >= 0 ms, D >= 0 and K >= 1.")
         return {"sync SGD": modeled_step_times("sync", steps, compute_ms, lat),
-                f"FedAvg K={k}": modeled_step_times("fedavg", steps, compute_ms, lat, local_steps=k),
+                f"FedAvg K={k}": modeled_step_times("fedavg", steps, compute_ms, lat,
+                                                    local_steps=k),
                 f"DGA D={d}": modeled_step_times("dga", steps, compute_ms, lat, delay=d)}
 
     @guarded(output)
@@ -168,7 +170,8 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         model = modeled()
         sync_t, dga_t = (1e3 * res[0][i]["seconds_per_step"] for i in range(2))
         box.measured_text = (
-            f"measured: sync SGD {sync_t:.1f} ms/step (model {model['sync SGD'][-1][2] / steps:.1f}), "
+            f"measured: sync SGD {sync_t:.1f} ms/step "
+            f"(model {model['sync SGD'][-1][2] / steps:.1f}), "
             f"DGA D={delay.value} {dga_t:.1f} ms/step (model "
             f"{model[f'DGA D={delay.value}'][-1][2] / steps:.1f}): {sync_t / dga_t:.1f}x faster")
         with measured:
