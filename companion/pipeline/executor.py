@@ -157,11 +157,15 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
     pieces = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p * chunks)
     V, last = sched.virtual_stages, sched.virtual_stages - 1
     mine = {c: pieces[sched.virtual_stage(s, c)] for c in range(chunks)}
-    with torch.no_grad():  # boundary shapes, so receivers can allocate buffers
-        shapes, h = [], xs[0]
-        for piece in pieces:
-            shapes.append(tuple(piece(h).shape))
-            h = piece(h)
+    # Boundary shapes, so receivers can allocate buffers; the untimed backward warms up
+    # autograd and the hooks, whose first call would otherwise stretch the first ops.
+    shapes, h = [], xs[0].clone().requires_grad_()
+    for piece in pieces:
+        with _SavedBytes():
+            out = piece(h)
+        shapes.append(tuple(out.shape))
+        _vjp(out, [h], torch.ones_like(out), retain=False)
+        h = out.detach().requires_grad_()
     cost = dict(device_time or {})
     if cost and set(cost) != {"F", "B", "W"}:
         raise ValueError("device_time must give seconds for exactly 'F', 'B' and 'W'.")
