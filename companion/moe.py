@@ -27,7 +27,7 @@ from .experiments import experiment
 from .models import MLP
 from .sequence_parallel import AllToAll
 
-__all__ = ["route", "MoE", "ExpertParallelMoE", "compare_moe"]
+__all__ = ["route", "dispatch", "MoE", "ExpertParallelMoE", "compare_moe"]
 
 
 def route(logits: torch.Tensor, top_k: int, capacity: int):
@@ -56,6 +56,20 @@ def _capacity(n_tokens, top_k, n_experts, capacity_factor):
     return max(1, math.ceil(capacity_factor * n_tokens * top_k / n_experts))
 
 
+def dispatch(x, router, n_experts: int, top_k: int, capacity_factor: float):
+    """Flatten ``x`` to tokens, route them, and pack each expert's tokens into a
+    ``[n_experts, capacity, d]`` buffer (unused slots stay zero).
+
+    Returns (tokens, buffer, assignment, statistics)."""
+    flat = x.reshape(-1, x.shape[-1])
+    cap = _capacity(flat.shape[0], top_k, n_experts, capacity_factor)
+    token, expert, slot, gate = route(router(flat), top_k, cap)
+    buf = flat.new_zeros(n_experts, cap, flat.shape[-1]).index_put((expert, slot), flat[token])
+    stats = {"capacity": cap, "load": torch.bincount(expert, minlength=n_experts),
+             "dropped": flat.shape[0] * top_k - token.numel()}
+    return flat, buf, (token, expert, slot, gate), stats
+
+
 class MoE(nn.Module):
     """Single-process MoE feed-forward: router, ``n_experts`` MLPs, top-k routing with
     capacity. Input and output ``[batch, seq, d_model]``."""
@@ -72,15 +86,11 @@ class MoE(nn.Module):
         self.top_k, self.capacity_factor, self.n_experts = top_k, capacity_factor, n_experts
         self.last_stats: dict = {}
 
-    def dispatch(self, x, router=None):
+    def dispatch(self, x):
         """Route the flattened tokens and pack them into ``[experts, capacity, d]``."""
-        flat = x.reshape(-1, x.shape[-1])
-        cap = _capacity(flat.shape[0], self.top_k, self.n_experts, self.capacity_factor)
-        token, expert, slot, gate = route((router or self.router)(flat), self.top_k, cap)
-        buf = flat.new_zeros(self.n_experts, cap, flat.shape[-1]).index_put((expert, slot), flat[token])
-        self.last_stats = {"capacity": cap, "load": torch.bincount(expert, minlength=self.n_experts),
-                           "dropped": flat.shape[0] * self.top_k - token.numel()}
-        return flat, buf, (token, expert, slot, gate)
+        flat, buf, assignment, self.last_stats = dispatch(
+            x, self.router, self.n_experts, self.top_k, self.capacity_factor)
+        return flat, buf, assignment
 
     @staticmethod
     def combine(flat, out_buf, assignment, shape):
@@ -108,16 +118,14 @@ class ExpertParallelMoE(nn.Module):
         if full.n_experts % self.size:
             raise ValueError(f"n_experts={full.n_experts} is not divisible by {self.size} ranks; "
                              f"use a multiple of {self.size} experts.")
-        # A tiny MoE that only holds the routing settings (its d=1 experts are never run).
-        self.routing = MoE(1, 1, full.n_experts, full.top_k, full.capacity_factor)
+        self.settings = (full.n_experts, full.top_k, full.capacity_factor)
         self.router = copy.deepcopy(full.router)
         per = full.n_experts // self.size
         self.first = rank * per
         self.experts = nn.ModuleList(copy.deepcopy(full.experts[self.first + i]) for i in range(per))
 
     def forward(self, x):
-        flat, buf, assignment = self.routing.dispatch(x, router=self.router)
-        self.last_stats = self.routing.last_stats
+        flat, buf, assignment, self.last_stats = dispatch(x, self.router, *self.settings)
         per, cap, d = len(self.experts), buf.shape[1], buf.shape[2]
         # Dispatch: chunk j of [P, E/P, C, d] goes to rank j; we receive [P(source), E/P, C, d].
         recv = AllToAll.apply(buf.view(self.size, per, cap, d), 0, 0, self.group, None)
@@ -154,7 +162,9 @@ def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 
     dys = [torch.randn(1, tokens, d_model, generator=gen, dtype=dt) for _ in range(size)]
     ref_out = [full(x) for x in xs]
     sum((y * dy).sum() for y, dy in zip(ref_out, dys)).backward()
-    ref_stats = full(xs[rank].detach()) is not None and full.last_stats
+    with torch.no_grad():
+        full(xs[rank])  # routing statistics of this rank's batch in the reference
+    ref_stats = full.last_stats
 
     x = xs[rank].detach().clone().requires_grad_()
     with comm_log.recording() as log:
@@ -168,4 +178,5 @@ def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 
             "forward": log.counts("forward"), "backward": log.counts("backward"),
             "forward_bytes": log.bytes("forward"),
             "capacity": ep.last_stats["capacity"], "load": ep.last_stats["load"],
-            "dropped": ep.last_stats["dropped"], "ref_dropped": ref_stats["dropped"]}
+            "dropped": ep.last_stats["dropped"], "ref_dropped": ref_stats["dropped"],
+            "local_params": sum(p.numel() for p in ep.parameters())}

@@ -31,6 +31,9 @@ def test_expert_parallel_equals_single_process(world_size):
             # Dispatch + combine: one all-to-all each way, mirrored in backward.
             assert r["forward"] == {"all_to_all": 2} and r["backward"] == {"all_to_all": 2}
             assert r["dropped"] == r["ref_dropped"]
+            # Each rank stores the router and only its own E/P experts (d=16, d_ff=32).
+            expert = 16 * 32 + 32 + 32 * 16 + 16
+            assert r["local_params"] == 16 * 4 + (4 // world_size) * expert
 
 
 def test_route_capacity_and_priority():

@@ -6,8 +6,8 @@ import torch
 
 import companion
 from companion import comm_log
-from companion.tensor_parallel import (activation_bytes, compare_with_reference, dtensor_mlp_compare, f, g,
-                                       run_mlp)
+from companion.tensor_parallel import (activation_bytes, call_many, compare_with_reference,
+                                       dtensor_mlp_compare, f, g, run_mlp)
 
 # float64 throughout: at world size > 1 the all-reduce adds the ranks' partial matmuls in
 # a different order than one full matmul does. Each float64 rounding is ~1.1e-16 relative,
@@ -117,9 +117,10 @@ def test_indivisible_shapes_raise_value_error(kind, kwargs, word):
 
 
 def test_fg_mistakes_are_detected():
-    swap = companion.launch(compare_with_reference, world_size=2, kind="mlp", mistake="swap_fg")[0]
+    swap, drop = companion.launch(call_many, [
+        (compare_with_reference, {"kind": "mlp", "mistake": m}) for m in ("swap_fg", "drop_f")],
+        world_size=2)[0]
     assert swap["out"] > 1e-3 and swap["x_grad"] > 1e-3
-    drop = companion.launch(compare_with_reference, world_size=2, kind="mlp", mistake="drop_f")[0]
     # Forgetting f leaves the forward pass and the weight gradients right ...
     assert drop["out"] <= TOL and drop["w_grad"] <= TOL
     # ... but the input gradient is only this rank's partial sum, and nothing is sent back.
@@ -134,9 +135,8 @@ def test_same_as_torch_colwise_rowwise_parallel():
 
 
 def test_run_mlp_with_package_g_matches_default():
-    a = companion.launch(run_mlp, world_size=2)
-    b = companion.launch(run_mlp, world_size=2, enter=f, leave=g)
-    for x, y in zip(a, b):
+    for x, y in companion.launch(call_many, [(run_mlp, {}), (run_mlp, {"enter": f, "leave": g})],
+                                 world_size=2):
         assert all(torch.equal(x[k], y[k]) for k in x)
 
 
