@@ -12,7 +12,7 @@ from companion.models import TinyMLP
 
 BATCH = digits_batch(0, 32)  # loaded once here: importing scikit-learn in every rank is slow
 
-CASES = [("gpipe", 2, 1), ("naive", 2, 1), ("1f1b", 4, 1), ("interleaved", 4, 2), ("zb-h1", 4, 1)]
+CASES = [("1f1b", 1, 1), ("gpipe", 2, 1), ("naive", 2, 1), ("1f1b", 4, 1), ("interleaved", 4, 2), ("zb-h1", 4, 1)]
 
 
 @pytest.mark.parametrize("name,ranks,chunks", CASES)
