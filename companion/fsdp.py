@@ -92,7 +92,7 @@ class _Unit:
         for i in self.indices:
             full, shard = fsdp.full[i], fsdp.shards[i]
             local = shard.detach().to(full.dtype)
-            out = torch.empty(local.numel() * fsdp.world_size, dtype=full.dtype)
+            out = torch.empty(local.numel() * fsdp.world_size, dtype=full.dtype, device=local.device)
             dist.all_gather_single(out, local)
             fsdp.ledger.record("all_gather", out.numel() * out.element_size())
             full.untyped_storage().resize_(full.numel() * full.element_size())
@@ -146,7 +146,7 @@ class FSDP(nn.Module):
                 flat = F.pad(p.reshape(-1), (0, c * self.world_size - p.numel()))
                 shard = flat[self.rank * c:(self.rank + 1) * c].clone()
             self.shards.append(nn.Parameter(shard, requires_grad=p.requires_grad))
-            full = torch.zeros(p.shape, dtype=compute_dtype or p.dtype)
+            full = torch.zeros(p.shape, dtype=compute_dtype or p.dtype, device=p.device)
             full.requires_grad_(p.requires_grad)
             full.untyped_storage().resize_(0)
             if p.requires_grad:
@@ -245,7 +245,7 @@ class FSDP(nn.Module):
             t0 = time.perf_counter()
             packed = F.pad(full.grad.reshape(-1),
                            (0, self.shards[i].numel() * self.world_size - full.numel()))
-            out = torch.empty(self.shards[i].numel(), dtype=packed.dtype)
+            out = torch.empty(self.shards[i].numel(), dtype=packed.dtype, device=packed.device)
             work = dist.reduce_scatter_single(out, packed, async_op=True)
             self.ledger.record("reduce_scatter", packed.numel() * packed.element_size())
             self._pending.append((i, work, out, packed))
@@ -272,7 +272,8 @@ class FSDP(nn.Module):
         """``{name: full tensor}`` in the wrapped module's names (all ranks call it)."""
         result = {}
         for name, shard, full in zip(self.param_names, self.shards, self.full):
-            out = torch.empty(shard.numel() * self.world_size, dtype=shard.dtype)
+            out = torch.empty(shard.numel() * self.world_size, dtype=shard.dtype,
+                              device=shard.device)
             dist.all_gather_single(out, shard.detach())
             result[name] = out[:full.numel()].view(full.shape).clone()
         return result

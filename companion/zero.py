@@ -118,7 +118,8 @@ class ShardedOptimizer(torch.optim.Optimizer):
     # -- stage 2: reduce-scatter during backward -------------------------------------
     def _reduce_scatter_now(self, p: torch.Tensor) -> None:
         packed = pack_chunks([p.grad], self.world_size).reshape(-1)
-        out = torch.empty(packed.numel() // self.world_size, dtype=packed.dtype)
+        out = torch.empty(packed.numel() // self.world_size, dtype=packed.dtype,
+                          device=packed.device)
         work = dist.reduce_scatter_single(out, packed, async_op=True)
         self.ledger.record("reduce_scatter", packed.numel() * packed.element_size())
         self._reduced.setdefault(id(p), []).append((work, out, packed))
@@ -140,7 +141,8 @@ class ShardedOptimizer(torch.optim.Optimizer):
     def _stage1_gradients(self, layout):
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p, *_ in layout]
         packed = pack_chunks(grads, self.world_size).reshape(-1)
-        out = torch.empty(packed.numel() // self.world_size, dtype=packed.dtype)
+        out = torch.empty(packed.numel() // self.world_size, dtype=packed.dtype,
+                          device=packed.device)
         dist.reduce_scatter_single(out, packed)
         self.ledger.record("reduce_scatter", packed.numel() * packed.element_size())
         out.div_(self.world_size)
@@ -155,7 +157,8 @@ class ShardedOptimizer(torch.optim.Optimizer):
             c = chunk_size(p.numel(), self.world_size)
             chunks.append(F.pad(view.detach(), (0, c - (hi - lo))))
         local = torch.cat(chunks)
-        gathered = torch.empty(self.world_size * local.numel(), dtype=local.dtype)
+        gathered = torch.empty(self.world_size * local.numel(), dtype=local.dtype,
+                               device=local.device)
         dist.all_gather_single(gathered, local)
         self.ledger.record("all_gather", gathered.numel() * gathered.element_size())
         full = unpack_chunks(gathered.view(self.world_size, -1), [p.numel() for p, *_ in layout])
@@ -278,7 +281,8 @@ def _wrap(strategy, model, optimizer, lr, bucket_size_mb, compute_dtype):
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+        device_type = next(model.parameters()).device.type
+        mesh = init_device_mesh(device_type, (dist.get_world_size(),))
         policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=compute_dtype)
         for block in model.blocks:
             fully_shard(block, mesh=mesh, mp_policy=policy)
@@ -334,7 +338,12 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
         raise ValueError(f"batch_size={batch_size} does not split over {n} ranks; use a "
                          f"multiple of {n}.")
     corpus = CharCorpus()
-    model = build_model(d_model, n_layers, seq_len, freeze, dtype)
+    dev = torch.device("cpu")
+    if distributed:
+        from .runtime import device
+
+        dev = device()
+    model = build_model(d_model, n_layers, seq_len, freeze, dtype).to(dev)
     num_params = sum(p.numel() for p in model.parameters())
     net, opt, ledger, holdings = _wrap(strategy, model, optimizer, lr, bucket_size_mb,
                                        compute_dtype)
@@ -343,7 +352,7 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
         if ledger is not None:
             ledger.reset()  # keep only the last step's traffic
         x, y = corpus.batch(step, batch_size, seq_len)
-        x, y = shard(x, rank, n), shard(y, rank, n)
+        x, y = shard(x, rank, n).to(dev), shard(y, rank, n).to(dev)
         logits = net(x)
         if logits.dtype in (torch.float16, torch.bfloat16):
             logits = logits.float()  # the loss in fp32, as mixed-precision training does
@@ -356,6 +365,8 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
             params, grads, state = holdings()
             held = {"params": held_bytes(params), "grads": held_bytes(grads),
                     "optimizer": held_bytes(state)}
+            if dev.type == "cuda":  # what the allocator says, next to the tensors counted
+                held["cuda_allocated"] = torch.cuda.memory_allocated(dev)
         opt.zero_grad()
         global_loss = loss.detach().clone()
         if distributed:  # for reporting only: not part of the training step's traffic
