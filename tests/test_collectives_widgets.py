@@ -31,3 +31,16 @@ def test_replay_widget_redraws_and_reports_bad_frames():
 def test_plot_rank_tensors_accepts_missing_rows():
     ax = widgets.plot_rank_tensors([torch.arange(3.0), None], title="gather")
     assert ax.get_title() == "gather"
+
+
+def test_partial_sums_follow_the_replay():
+    import matplotlib.pyplot as plt
+
+    w = widgets.collective_replay(companion.launch(_ring, world_size=3), title="ring",
+                                  values=[torch.full((6,), 10.0 ** r) for r in range(3)])
+    fig, ax = plt.subplots()
+    widgets.draw_replay_frame(w.replay, 4, ax, values=[torch.full((6,), 10.0 ** r) for r in range(3)])
+    assert {t.get_text() for t in ax.texts} - {""} == {"0+1+2\n111, 111"}  # "": arrows
+    with pytest.raises(ValueError, match="one tensor per rank"):
+        widgets.draw_replay_frame(w.replay, 0, values=[torch.ones(6)])
+    plt.close("all")

@@ -26,9 +26,23 @@ def _label(cell: frozenset, n: int) -> str:
     return "+".join(str(r) for r in sorted(cell))
 
 
-def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = ""):
+def _partial_sum(values, cell, a, b) -> str:
+    if not cell:
+        return ""
+    total = sum(values[r].reshape(-1)[a:b] for r in sorted(cell))
+    shown = ", ".join(f"{v:g}" for v in total[:2].tolist())
+    return "\n" + shown + (", …" if b - a > 2 else "")
+
+
+def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = "", values=None):
     """Draw frame ``frame`` of a replay: each cell names the ranks summed in it; arrows are
-    the messages of the step that produced this frame (colour of the sender)."""
+    the messages of the step that produced this frame (colour of the sender).
+
+    ``values`` (each rank's flat starting buffer, optional) adds the partial sums: a cell
+    holding ranks {0, 2} shows ``values[0] + values[2]`` over its element range.
+    """
+    if values is not None and len(values) != rp.world_size:
+        raise ValueError(f"values must hold one tensor per rank ({rp.world_size}), got {len(values)}.")
     if not 0 <= frame < len(rp.frames):
         raise ValueError(f"frame must be in 0..{len(rp.frames) - 1}, got {frame}.")
     ax = ax or plt.gca()
@@ -38,7 +52,9 @@ def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = ""):
     ax.imshow(counts, cmap="Blues", vmin=0, vmax=n * 1.6, aspect="auto")
     for r in range(n):
         for c in range(ncols):
-            ax.text(c, r, _label(state[r][c], n), ha="center", va="center", fontsize=11,
+            extra = "" if values is None else _partial_sum(values, state[r][c], rp.bounds[c],
+                                                           rp.bounds[c + 1])
+            ax.text(c, r, _label(state[r][c], n) + extra, ha="center", va="center", fontsize=11,
                     fontweight="bold" if len(state[r][c]) == n else "normal")
     colors = rank_colors(n)
     if frame > 0:
@@ -69,9 +85,10 @@ def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = ""):
     return ax
 
 
-def collective_replay(traffics, title: str = "", figsize=(9, 4.2)):
+def collective_replay(traffics, title: str = "", figsize=(9, 4.6), values=None):
     """Play/slider through a recorded collective; ``.slider``/``.play`` are the controls,
-    ``.replay`` the frames and ``.last_title`` what the figure shows now."""
+    ``.replay`` the frames and ``.last_title`` what the figure shows now. ``values``: as
+    in :func:`draw_replay_frame`."""
     rp = traffics if isinstance(traffics, Replay) else replay(traffics)
     out = W.Output()
     slider = W.IntSlider(value=0, min=0, max=len(rp.frames) - 1, description="step",
@@ -85,7 +102,7 @@ def collective_replay(traffics, title: str = "", figsize=(9, 4.2)):
         with out:
             out.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=figsize)
-            draw_replay_frame(rp, slider.value, ax, title)
+            draw_replay_frame(rp, slider.value, ax, title, values)
             box.last_title = ax.get_title()
             plt.show()
             plt.close(fig)
