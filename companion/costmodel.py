@@ -192,16 +192,23 @@ def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
 @experiment("collectives_timing")
 def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int = 3,
                     builtin: bool = True):
-    """Best-of-``repeats`` seconds of each all-reduce algorithm (and dist.all_reduce) per message size."""
+    """Best-of-``repeats`` seconds of each all-reduce algorithm (and dist.all_reduce) per size.
+
+    The algorithms take turns within each repeat, so a burst of load from other
+    processes slows all of them rather than whichever happened to run at that moment.
+    """
     out = {}
     for nbytes in sizes:
         x = torch.randn(max(int(nbytes) // 4, 1))
-        for name in algorithms:
-            fn = ALL_REDUCE_ALGORITHMS[name]
-            fn(x)  # warm-up
-            out[(name, x.numel() * 4)] = _best_seconds(lambda: fn(x), repeats)
+        y = x.clone()
+        runs = {name: (lambda fn=ALL_REDUCE_ALGORITHMS[name]: fn(x)) for name in algorithms}
         if builtin:
-            y = x.clone()
-            dist.all_reduce(y)
-            out[("torch", x.numel() * 4)] = _best_seconds(lambda: dist.all_reduce(y), repeats)
+            runs["torch"] = lambda: dist.all_reduce(y)
+        for run in runs.values():
+            run()  # warm-up: first use of a pair of ranks sets up its connection
+        for _ in range(repeats):
+            for name, run in runs.items():
+                t = _best_seconds(run, 1)
+                key = (name, x.numel() * 4)
+                out[key] = min(out.get(key, t), t)
     return out
