@@ -86,8 +86,12 @@ def tree_all_reduce(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
 
 def ring_all_reduce(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
     """Ring reduce-scatter then ring all-gather: 2(N-1) rounds, each moving 1/N of the data."""
-    buf, n, r = _start(tensor, op, "ring")
-    ring_reduce_scatter_(buf, n, r, "ring")
+    check_op(op, tensor)
+    n, r = dist.get_world_size(), dist.get_rank()
+    src = tensor.detach().contiguous().view(-1)
+    buf = torch.empty_like(src)  # out of place: no copy of the input (see ring_reduce_scatter_)
+    note_initial("ring", [(0, buf.numel())])
+    ring_reduce_scatter_(buf, n, r, "ring", src)
     ring_all_gather_(buf, n, r, "ring")
     return finish(buf, op, n, tensor.shape)
 

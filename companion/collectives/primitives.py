@@ -44,9 +44,11 @@ def check_op(op: str, tensor: torch.Tensor) -> None:
 
 
 def finish(flat: torch.Tensor, op: str, n: int, shape) -> torch.Tensor:
-    """Apply AVG's division once, at the end (as NCCL and gloo do), and restore the shape."""
+    """Apply AVG's division once, at the end (as NCCL and gloo do), and restore the shape.
+
+    ``flat`` must be the collective's own buffer: it is divided in place."""
     if op == "avg":
-        flat = flat / n
+        flat.div_(n)
     return flat.view(shape)
 
 
@@ -130,21 +132,31 @@ def gather(tensor: torch.Tensor, dst: int = 0):
     return out
 
 
-def ring_reduce_scatter_(buf: torch.Tensor, n: int, r: int, collective: str) -> None:
-    """In place on the flat ``buf``: afterwards chunk ``r`` holds the sum over ranks.
+def ring_reduce_scatter_(buf: torch.Tensor, n: int, r: int, collective: str,
+                         src: torch.Tensor | None = None) -> None:
+    """Into the flat ``buf``: afterwards chunk ``r`` holds the sum over ranks.
 
     Round s: send chunk ``r-s-1`` to the right neighbour, receive chunk ``r-s-2`` from
     the left one and add it; after ``N-1`` rounds chunk ``r`` has passed every rank.
+    With ``src`` (this rank's flat input) the work is out of place: each chunk is read
+    from ``src`` the first time it is touched, which saves copying the whole input into
+    ``buf`` first (every chunk is either sent from ``src`` or written before it is sent).
     """
+    src = buf if src is None else src
+    if n == 1:
+        if src is not buf:
+            buf.copy_(src)
+        return
     off = chunk_offsets(buf.numel(), n)
     right, left = (r + 1) % n, (r - 1) % n
     incoming = torch.empty(max(chunk_sizes(buf.numel(), n)), dtype=buf.dtype, device=buf.device)
     for s in range(n - 1):
         c_out, c_in = (r - s - 1) % n, (r - s - 2) % n
         got = incoming[:off[c_in + 1] - off[c_in]]
-        exchange([(right, buf[off[c_out]:off[c_out + 1]], off[c_out], "reduce")],
-                 [(left, got, off[c_in], "reduce")], collective)
-        buf[off[c_in]:off[c_in + 1]] += got
+        out = (src if s == 0 else buf)[off[c_out]:off[c_out + 1]]
+        exchange([(right, out, off[c_out], "reduce")], [(left, got, off[c_in], "reduce")],
+                 collective)
+        torch.add(src[off[c_in]:off[c_in + 1]], got, out=buf[off[c_in]:off[c_in + 1]])
 
 
 def ring_all_gather_(buf: torch.Tensor, n: int, r: int, collective: str, off=None) -> None:
@@ -164,12 +176,12 @@ def reduce_scatter(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
     """Chunk ``rank`` (1-D) of the flattened sum (or mean) over ranks. Ring algorithm."""
     check_op(op, tensor)
     n, r = dist.get_world_size(), dist.get_rank()
-    buf = tensor.detach().clone().contiguous().view(-1)
+    src = tensor.detach().contiguous().view(-1)
+    buf = torch.empty_like(src)
     note_initial("reduce_scatter", [(0, buf.numel())])
-    ring_reduce_scatter_(buf, n, r, "reduce_scatter")
+    ring_reduce_scatter_(buf, n, r, "reduce_scatter", src)
     off = chunk_offsets(buf.numel(), n)
-    chunk = buf[off[r]:off[r + 1]].clone()
-    return chunk / n if op == "avg" else chunk
+    return finish(buf[off[r]:off[r + 1]].clone(), op, n, (-1,))
 
 
 def all_gather(tensor: torch.Tensor, sizes: list[int] | None = None) -> list[torch.Tensor]:
