@@ -388,20 +388,28 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
 
 @experiment("tp_dtensor_compare", summarize=lambda rs: str(rs[0]))
 def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
-                        seed: int = 0) -> dict:
+                        seed: int = 0, sequence_parallel: bool = False) -> dict:
     """The same MLP parallelised by ``torch.distributed.tensor.parallel``
-    (ColwiseParallel on fc1, RowwiseParallel on fc2, CPU device mesh) and by
-    :class:`ParallelMLP`: largest differences in output, input grad and weight grads."""
+    (ColwiseParallel on fc1, RowwiseParallel on fc2, CPU device mesh; with
+    ``sequence_parallel`` their input/output laid out as ``Shard(1)``, torch's form of
+    Megatron-SP) and by :class:`ParallelMLP`: largest differences in output, input
+    grad and weight grads."""
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
 
+    rank, size = group_rank_size()
     ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
-    ours = ParallelMLP(copy.deepcopy(ref))
-    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-    theirs = parallelize_module(copy.deepcopy(ref), mesh,
-                                {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+    ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel)
+    mesh = init_device_mesh("cpu", (size,))
+    plan = ({"fc1": ColwiseParallel(input_layouts=Shard(1)),
+             "fc2": RowwiseParallel(output_layouts=Shard(1))} if sequence_parallel
+            else {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+    theirs = parallelize_module(copy.deepcopy(ref), mesh, plan)
     x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed + 1))
+    if sequence_parallel:
+        x = x.chunk(size, dim=1)[rank].clone()
     results = []
     for module in (ours, theirs):
         xi = x.clone().requires_grad_()
@@ -410,6 +418,8 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
         grads = {n: (p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad)
                  for n, p in module.named_parameters()}
         results.append((y, xi.grad, grads))
+    if sequence_parallel:  # our row bias saw only this rank's tokens; torch sums it already
+        results[0][2]["fc2.bias"] = comm_log.all_reduce(results[0][2]["fc2.bias"])
     (y0, gx0, w0), (y1, gx1, w1) = results
     return {"out": _max_diff(y0, y1), "x_grad": _max_diff(gx0, gx1),
             "w_grad": max(_max_diff(w0[n], w1[n]) for n in w0),

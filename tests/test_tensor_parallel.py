@@ -128,10 +128,13 @@ def test_fg_mistakes_are_detected():
 
 
 def test_same_as_torch_colwise_rowwise_parallel():
-    for r in companion.launch(dtensor_mlp_compare, world_size=2):
-        # float32; DTensor and we sum partial products in possibly different orders.
-        assert r["out"] < 1e-5 and r["x_grad"] < 1e-5 and r["w_grad"] < 1e-5
-        assert r["dtensor_types"] == ["DTensor"]
+    """TP, and TP+SP (torch: Colwise/Rowwise with Shard(1) input/output layouts)."""
+    calls = [(dtensor_mlp_compare, {"sequence_parallel": sp}) for sp in (False, True)]
+    for per_rank in companion.launch(call_many, calls, world_size=2):
+        for r in per_rank:
+            # float32; DTensor and we sum partial products in possibly different orders.
+            assert r["out"] < 1e-5 and r["x_grad"] < 1e-5 and r["w_grad"] < 1e-5
+            assert r["dtensor_types"] == ["DTensor"]
 
 
 def test_run_mlp_with_package_g_matches_default():
