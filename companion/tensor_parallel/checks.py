@@ -1,0 +1,200 @@
+"""Rank functions that check the tensor-parallel layers against the single-process ones.
+
+Taught in notebook 05 (``notebooks/05_tensor_parallelism.ipynb``); the tests use them too.
+Each runs inside a rank and returns plain numbers (largest differences, collective
+counts, bytes), so the notebook and the tests only compare and print.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.distributed as dist
+
+from .. import comm_log
+from ..experiments import experiment
+from .layers import (ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
+                     allreduce_sequence_parallel_grads, group_rank_size, shard_like)
+
+__all__ = ["compare_with_reference", "dtensor_mlp_compare", "call_many", "run_mlp",
+           "activation_bytes"]
+
+
+def _max_diff(a, b) -> float:
+    return (a.detach().double() - b.detach().double()).abs().max().item()
+
+
+def _diff_summary(results: list) -> str:
+    r = results[0]
+    worst = {k: max(x[k] for x in results) for k in ("out", "x_grad", "w_grad", "param")}
+    return (f"max |diff| vs single process over {len(results)} rank(s): "
+            + ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
+            + f"\ncollectives per rank: forward {r['forward']}, backward {r['backward']}")
+
+
+def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
+    from ..models import Block
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        block = Block(d_model, n_heads, d_ff).to(dtype)
+    return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
+
+
+def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
+    if kind == "mlp":
+        return ParallelMLP(ref, group, sequence_parallel, mistake=mistake, regather=regather)
+    if mistake is not None:
+        raise ValueError("the f/g mistake demo is built on the MLP only (kind='mlp').")
+    cls = ParallelAttention if kind == "attention" else ParallelBlock
+    return cls(ref, group, sequence_parallel, regather)
+
+
+@experiment("tp_compare", summarize=_diff_summary)
+def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
+                           mistake: str | None = None, batch: int = 2, seq: int = 8,
+                           d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
+                           dtype: str = "float64", seed: int = 0, lr: float = 0.1,
+                           regather: bool = False) -> dict:
+    """Run one forward/backward/SGD step of the TP (or TP+SP) ``kind`` on this rank and
+    of the full single-process module, from the same weights and inputs.
+
+    Returns the largest differences (outputs, input gradient, weight gradients,
+    post-step weights) and the collectives issued, per phase.
+    """
+    dt = getattr(torch, dtype)
+    rank, size = group_rank_size()
+    if sequence_parallel:
+        _require_divisible(seq, size, "seq")
+    ref = _reference(kind, d_model, n_heads, d_ff, dt, seed)
+    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake, regather)
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)
+    dy = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)  # a generic upstream grad
+
+    xr = x.clone().requires_grad_()
+    yr = ref(xr)
+    (yr * dy).sum().backward()
+
+    local = (lambda t: t.chunk(size, dim=1)[rank]) if sequence_parallel else (lambda t: t)
+    xt = local(x).clone().requires_grad_()
+    with comm_log.recording() as log:
+        yt = tp(xt)
+        (yt * local(dy)).sum().backward()
+    with comm_log.recording() as sp_log:
+        allreduce_sequence_parallel_grads(tp)
+
+    refp = dict(ref.named_parameters())
+    grad_diff = max(_max_diff(p.grad, shard_like(p, refp[n].grad)) for n, p in tp.named_parameters())
+    for module in (ref, tp):
+        with torch.no_grad():
+            for p in module.parameters():
+                p -= lr * p.grad
+    param_diff = max(_max_diff(p, shard_like(p, refp[n])) for n, p in tp.named_parameters())
+    return {"out": _max_diff(yt, local(yr)), "x_grad": _max_diff(xt.grad, local(xr.grad)),
+            "w_grad": grad_diff, "param": param_diff,
+            "forward": log.counts("forward"), "backward": log.counts("backward"),
+            "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
+            "sp_param_grads": sp_log.counts()}
+
+
+@experiment("tp_dtensor_compare", summarize=lambda rs: str(rs[0]))
+def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
+                        seed: int = 0, sequence_parallel: bool = False) -> dict:
+    """The same MLP parallelised by ``torch.distributed.tensor.parallel``
+    (ColwiseParallel on fc1, RowwiseParallel on fc2, CPU device mesh; with
+    ``sequence_parallel`` their input/output laid out as ``Shard(1)``, torch's form of
+    Megatron-SP) and by :class:`ParallelMLP`: largest differences in output, input
+    grad and weight grads."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    rank, size = group_rank_size()
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
+    ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel)
+    mesh = init_device_mesh("cpu", (size,))
+    plan = ({"fc1": ColwiseParallel(input_layouts=Shard(1)),
+             "fc2": RowwiseParallel(output_layouts=Shard(1))} if sequence_parallel
+            else {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+    theirs = parallelize_module(copy.deepcopy(ref), mesh, plan)
+    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed + 1))
+    if sequence_parallel:
+        x = x.chunk(size, dim=1)[rank].clone()
+    results = []
+    for module in (ours, theirs):
+        xi = x.clone().requires_grad_()
+        y = module(xi)
+        y.pow(2).sum().backward()
+        grads = {n: (p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad)
+                 for n, p in module.named_parameters()}
+        results.append((y, xi.grad, grads))
+    if sequence_parallel:  # our row bias saw only this rank's tokens; torch sums it already
+        results[0][2]["fc2.bias"] = comm_log.all_reduce(results[0][2]["fc2.bias"])
+    (y0, gx0, w0), (y1, gx1, w1) = results
+    return {"out": _max_diff(y0, y1), "x_grad": _max_diff(gx0, gx1),
+            "w_grad": max(_max_diff(w0[n], w1[n]) for n in w0),
+            "dtensor_types": sorted({type(p).__name__ for p in theirs.parameters()})}
+
+
+def call_many(calls) -> list:
+    """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
+    table of experiments (notebooks 05 and 06), instead of one launch per row."""
+    return [fn(**kwargs) for fn, kwargs in calls]
+
+
+def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int = 0) -> dict:
+    """Forward and backward of a TP MLP whose region edges are ``enter``/``leave``
+    (``None``: the package's f and g). For exercises: pass your own g as ``leave``;
+    each is called as ``fn(x, group)``."""
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float64, seed)
+    mlp = ParallelMLP(ref)
+    if enter is not None:
+        mlp.fc1.enter = enter
+    if leave is not None:
+        mlp.fc2.leave = leave
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(2, 8, d_model, generator=gen, dtype=torch.float64, requires_grad=True)
+    y = mlp(x)
+    (y * torch.randn(y.shape, generator=gen, dtype=y.dtype)).sum().backward()
+    return {"out": y.detach(), "x_grad": x.grad, "fc1_grad": mlp.fc1.weight.grad,
+            "fc2_grad": mlp.fc2.weight.grad}
+
+
+@experiment("tp_activation_memory",
+            summarize=lambda rs: f"saved activations per rank: {[r['bytes'] for r in rs]} bytes")
+def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: int = 64,
+                     n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
+    """Rank function: bytes of the tensors one transformer block saves for backward on
+    this rank (measured with ``saved_tensors_hooks``; parameters excluded, tensors that
+    share storage counted once). ``mode``: "single" (the full block, any world size),
+    "tp", "tp_sp" (SP, column layers keep the gathered input) or "tp_sp_regather"
+    (SP as in the paper: only input shards are kept)."""
+    from ..models import Block
+
+    dt = getattr(torch, dtype)
+    rank, size = group_rank_size()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        block = Block(d_model, n_heads, 4 * d_model).to(dt)
+    x = torch.randn(batch, seq, d_model, dtype=dt, generator=torch.Generator().manual_seed(seed))
+    if mode != "single":
+        sp = mode.startswith("tp_sp")
+        if sp:
+            _require_divisible(seq, size, "seq")
+            x = x.chunk(size, dim=1)[rank].clone()  # its own storage, as on a real rank
+        block = ParallelBlock(block, None, sequence_parallel=sp, regather=mode == "tp_sp_regather")
+    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
+    seen = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params:
+            seen[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    x.requires_grad_()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        block(x)
+    return {"bytes": sum(seen.values()), "tensors": len(seen)}
