@@ -7,7 +7,8 @@ import torch
 import companion
 from companion import LaunchError, launch
 from companion.compression import (DGC, DGCConfig, PowerSGD, QuantizedExchange, Threshold,
-                                   densification, train, train_torch_powersgd)
+                                   densification, split_digits, train,
+                                   train_torch_powersgd)
 
 
 def _local_grad(rank):
@@ -59,7 +60,9 @@ def test_powersgd_full_rank_is_exact_on_four_ranks():
         torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
 
 
-STEPS = dict(steps=12, lr=0.05, momentum=0.9, global_batch=64, hidden=32, eval_every=12)
+DATA = split_digits()  # shipped to the ranks, so they need not import scikit-learn
+STEPS = dict(steps=12, lr=0.05, momentum=0.9, global_batch=64, hidden=32, eval_every=12,
+             data=DATA)
 
 
 @pytest.mark.parametrize("settings", [
@@ -78,7 +81,7 @@ def test_density_one_equals_single_process_momentum_sgd(settings):
 
 def test_dgc_trains_and_reports_wire_bytes():
     run = launch(train, world_size=4, method="dgc", density=0.01, steps=30, hidden=32,
-                 global_batch=64, clip_norm=1.0)[0]
+                 global_batch=64, clip_norm=1.0, data=DATA)[0]
     shapes = [(32, 64), (32, 32), (10, 32)]
     k = sum(-(-r * c // 100) for r, c in shapes)  # ceil(1% of each matrix)
     assert run["bytes"][-1] == 8 * k  # int32 index + fp32 value each
@@ -87,14 +90,14 @@ def test_dgc_trains_and_reports_wire_bytes():
 
 
 def test_summed_sparse_update_is_denser_than_each_rank():
-    one = densification(steps=12, density=0.01, hidden=32, global_batch=64)
-    four = launch(densification, world_size=4, steps=12, density=0.01, hidden=32,
-                  global_batch=64)[0]
+    kw = dict(steps=12, density=0.01, hidden=32, global_batch=64, data=DATA)
+    one = densification(**kw)
+    four = launch(densification, world_size=4, **kw)[0]
     assert one["density_after_sum"] < four["density_after_sum"] <= 4 * one["density_after_sum"]
 
 
 def test_torch_powersgd_hook_trains_like_ours_and_batched_hook_fails_on_cpu():
-    kw = dict(steps=60, hidden=32, global_batch=64, powersgd_rank=2, eval_every=60)
+    kw = dict(steps=60, hidden=32, global_batch=64, powersgd_rank=2, eval_every=60, data=DATA)
     ours = launch(train, world_size=4, method="powersgd", **kw)[0]
     theirs = launch(train_torch_powersgd, world_size=4, **kw)[0]
     # Different random Q and orthogonalisation (QR vs Gram-Schmidt): same algorithm,

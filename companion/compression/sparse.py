@@ -32,8 +32,18 @@ import torch
 
 from .wire import all_gather_payloads, index_dtype, payload_bytes
 
-__all__ = ["topk_indices", "encode_topk", "decode_topk", "density_schedule", "lr_warmup",
+__all__ = ["momentum_correction", "topk_indices", "encode_topk", "decode_topk", "density_schedule", "lr_warmup",
            "DGCConfig", "DGC", "ABLATION"]
+
+
+def momentum_correction(u: torch.Tensor, v: torch.Tensor, g: torch.Tensor, momentum: float):
+    """DGC's accumulation (L20 p.41-43): velocity ``u = m u + g``, then ``v = v + u``.
+
+    Returns the new ``(u, v)``. ``v`` is what gets sparsified; the exercise of notebook
+    07 asks for this function.
+    """
+    u = momentum * u + g
+    return u, v + u
 
 
 def topk_indices(x: torch.Tensor, k: int, sample_above: int | None = None,
@@ -133,8 +143,9 @@ class DGC:
     """
 
     def __init__(self, params_like: list[torch.Tensor], config: DGCConfig, seed: int = 0,
-                 world_size: int = 1, rank: int = 0):
+                 world_size: int = 1, rank: int = 0, accumulate=None):
         self.config, self.world_size = config, world_size
+        self.accumulate = accumulate or momentum_correction  # the exercise swaps in its own
         self.u = [torch.zeros_like(p) for p in params_like]  # velocity (momentum correction)
         self.v = [torch.zeros_like(p) for p in params_like]  # accumulated, not yet sent
         self.generator = torch.Generator().manual_seed(seed * 7919 + rank)
@@ -162,12 +173,12 @@ class DGC:
         c = self.config
         density = self.density(step)
         payloads = []
-        for g, u, v in zip(self._clip(grads), self.u, self.v):
+        for i, g in enumerate(self._clip(grads)):
             if c.momentum_correction:
-                u.mul_(c.momentum).add_(g)
-                v.add_(u)
+                self.u[i], self.v[i] = self.accumulate(self.u[i], self.v[i], g, c.momentum)
             else:
-                v.add_(g)
+                self.v[i] = self.v[i] + g
+            u, v = self.u[i], self.v[i]
             if v.dim() < 2:  # biases: sent dense, every step
                 payloads.append({"values": v.reshape(-1).clone()})
                 v.zero_()  # nothing is dropped, so no mask: plain momentum SGD

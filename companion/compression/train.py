@@ -25,7 +25,7 @@ from .sparse import ABLATION, DGC, DGCConfig
 from .wire import all_reduce_mean
 
 __all__ = ["BiasFreeMLP", "DenseAllReduce", "make_compressor", "train", "ablation",
-           "ablation_settings", "densification", "train_torch_powersgd", "METHODS", "TEST_SIZE"]
+           "ablation_settings", "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
 
 METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold", "terngrad")
 TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
@@ -64,7 +64,7 @@ class DenseAllReduce:
 
 def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, seed=0,
                     momentum_correction=True, factor_masking=True, clip_norm=None,
-                    warmup_steps=0, powersgd_rank=2, tau=0.01):
+                    warmup_steps=0, powersgd_rank=2, tau=0.01, accumulate=None):
     """Build one rank's compressor for ``method`` (one of :data:`METHODS`)."""
     if method == "dense":
         return DenseAllReduce(params_like)
@@ -73,7 +73,7 @@ def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, se
                            momentum_correction=momentum_correction, clip_norm=clip_norm,
                            factor_masking=factor_masking, warmup_steps=warmup_steps)
         return DGC(params_like, config, seed=seed, world_size=runtime.world_size(),
-                   rank=runtime.rank())
+                   rank=runtime.rank(), accumulate=accumulate)
     if method == "topk_no_feedback":
         return QuantizedExchange(params_like, TopKNoFeedback(density))
     if method == "powersgd":
@@ -88,7 +88,10 @@ def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, se
     raise ValueError(f"unknown method {method!r}; pick one of {', '.join(METHODS)}.")
 
 
-def _split():
+def split_digits():
+    """``((x_train, y_train), (x_test, y_test))``. Load it once in the notebook and pass it
+    as ``data=`` to every launch: a rank that calls ``load_digits`` itself imports
+    scikit-learn, which costs seconds per launch on a busy 2-core machine."""
     x, y = load_digits()
     return (x[:-TEST_SIZE], y[:-TEST_SIZE]), (x[-TEST_SIZE:], y[-TEST_SIZE:])
 
@@ -119,7 +122,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     if global_batch % world:
         raise ValueError(f"global_batch={global_batch} must be a multiple of the world size "
                          f"{world}; use e.g. {world * (global_batch // world + 1)}.")
-    (x_train, y_train), (x_test, y_test) = data or _split()
+    (x_train, y_train), (x_test, y_test) = data or split_digits()
     model = BiasFreeMLP(hidden=hidden, seed=seed)
     params = list(model.parameters())
     comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
@@ -127,7 +130,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     opt = torch.optim.SGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
     out = {"method": method, "losses": [], "bytes": [], "density_after_sum": [],
            "eval_steps": [], "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(steps):
         x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
         loss = F.cross_entropy(model(x), y)
@@ -145,6 +148,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
             out["eval_steps"].append(step + 1)
             out["test_acc"].append(_accuracy(model, x_test, y_test))
     out["seconds"] = time.perf_counter() - start
+    out["cpu_seconds"] = time.process_time() - cpu_start  # this rank's own CPU time
     out["params"] = [p.detach().clone() for p in params] if rank == 0 else None
     return out
 
@@ -172,10 +176,10 @@ def _ablation_summary(results) -> str:
 
 @experiment("compression_ablation", summarize=_ablation_summary)
 def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: float = 1.0,
-             warmup_steps: int = 60, **train_kwargs) -> dict:
+             warmup_steps: int = 60, data=None, **train_kwargs) -> dict:
     """Every row of the DGC ablation for every seed, in one launch: ``{row: [run, ...]}``."""
     rows = rows or ["dense", *ABLATION]
-    data = _split()
+    data = data or split_digits()
     results = {}
     for row in rows:
         settings = ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
@@ -188,10 +192,10 @@ def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: f
 
 @experiment("compression_densification")
 def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
-                  global_batch: int = 128, seed: int = 0) -> dict:
+                  global_batch: int = 128, seed: int = 0, data=None) -> dict:
     """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
     run = train(method="dgc", steps=steps, density=density, hidden=hidden,
-                global_batch=global_batch, seed=seed, eval_every=steps)
+                global_batch=global_batch, seed=seed, eval_every=steps, data=data)
     return {"world_size": runtime.world_size(), "density": density,
             "density_after_sum": sum(run["density_after_sum"][5:]) / len(run["density_after_sum"][5:])}
 
@@ -199,13 +203,14 @@ def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
 @experiment("compression_torch_powersgd")
 def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
                          global_batch: int = 128, hidden: int = 128, seed: int = 0,
-                         powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False) -> dict:
+                         powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False,
+                         data=None) -> dict:
     """The same training with torch's DDP + ``powerSGD_hook`` (or the batched hook)."""
     import torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook as ps
     from torch.nn.parallel import DistributedDataParallel
 
     world, rank = runtime.world_size(), runtime.rank()
-    (x_train, y_train), (x_test, y_test) = _split()
+    (x_train, y_train), (x_test, y_test) = data or split_digits()
     model = BiasFreeMLP(hidden=hidden, seed=seed)
     ddp = DistributedDataParallel(model)
     # start_powerSGD_iter=2 is the earliest torch allows with error feedback; our

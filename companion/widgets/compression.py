@@ -29,7 +29,7 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     import matplotlib.pyplot as plt
 
     import companion
-    from companion.compression import train
+    from companion.compression import split_digits, train
     from companion.widgets import guarded
 
     if world_size < 1 or steps < 1:
@@ -43,12 +43,13 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     summary = W.HTML()
     output = W.Output()
     baselines = {}
+    data = split_digits()  # once, in this process: ranks then need no scikit-learn
 
     def run(settings, m):
         # density only matters to the sparsifiers; the others ignore it
         return companion.launch(train, world_size=world_size, steps=steps, lr=lr, momentum=m,
                                 density=density.value, eval_every=max(1, steps // 10),
-                                **settings)[0]
+                                data=data, **settings)[0]
 
     @guarded(output)
     def redraw(_=None):
