@@ -9,12 +9,14 @@ STAMP   = $(VENV)/.installed
 NB     ?= 00
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-fast notebooks bench clean-venv help
+.PHONY: lab present test test-fast notebooks browser bench clean-venv help
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
 	@echo "make test       create .venv if needed, run unit tests and every notebook (nbval)"
 	@echo "make test-fast  unit tests only"
+	@echo "make present NB=03  serve notebook 03 as a dashboard (Voila: widgets, no code)"
+	@echo "make browser    only the real-browser tests (needs Debian's chromium)"
 	@echo "make bench      run the benchmarks in benchmarks/ (prints tables)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -29,6 +31,15 @@ ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_launching_ranks.ipynb
+
+present: $(STAMP)
+	@nb=$$(ls notebooks/$(NB)_*.ipynb 2>/dev/null | head -1); \
+	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make present NB=03"; exit 2; fi; \
+	echo "presenting $$nb (code hidden; Ctrl-C to stop)"; \
+	$(BIN)/voila "$$nb" --Voila.ip=127.0.0.1 --theme=light
+
+browser: $(STAMP)
+	$(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
