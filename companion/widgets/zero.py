@@ -31,7 +31,7 @@ def _render(image, output, draw):
     output.clear_output()  # a previous error message, if any
     fig = draw()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
+    fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
     plt.close(fig)
     image.value = buffer.getvalue()
 
