@@ -10,7 +10,6 @@ can amplify it for near-zero gradients, hence atol 1e-9 after three steps (measu
 """
 import pytest
 import torch
-import torch.distributed as dist
 
 import companion
 from companion.zero import train

@@ -9,7 +9,6 @@ same gloo collectives.
 """
 import pytest
 import torch
-import torch.distributed as dist
 
 import companion
 from companion import memory as M

@@ -102,7 +102,8 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
                         + ("fits" if fits else "does not fit"), ha="center", va="bottom",
                         color="black" if fits else OKABE_ITO[3],
                         fontweight="bold" if s == st.value else "normal")
-            ax.axhline(mem.value, color="black", linestyle="--", label=f"GPU memory {mem.value:g} GB")
+            ax.axhline(mem.value, color="black", linestyle="--",
+                       label=f"GPU memory {mem.value:g} GB")
             ax.set_xticks(range(4), [("> " if s == st.value else "") + name
                                      for s, name in enumerate(_STAGE_NAMES)])
             ax.set_ylabel("model states per GPU (GB)")
