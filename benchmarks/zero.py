@@ -15,10 +15,11 @@ For each strategy (the package's ``ddp``, ``zero1``, ``zero2``, ``fsdp`` and tor
   the model was built. On CPU there is no allocator statistic, so the column is the rise
   of the rank process's resident-set high-water mark (VmHWM, reset through
   /proc/self/clear_refs after a warm-up; fresh ranks per strategy; glibc told to mmap
-  allocations above 16 KiB). Measured: ~95 MB whatever the strategy for a model whose
-  states are 3-7 MB, i.e. runtime overhead (thread-local buffers, first-use workspaces,
-  gloo) dominates it at this size; it is printed for honesty, not as a ZeRO result. The
-  model-states column is the measurement that tracks ZeRO. Peaks per rank from the CUDA
+  allocations above 16 KiB). Measured on 2 cores: ~95 MB for every strategy with --quick
+  (states 2-7 MB) and 120-170 MB without (states 13-51 MB): runtime overhead (per-thread
+  buffers, first-use workspaces, gloo, activations) dominates it at these sizes, so it is
+  printed for honesty, not as a ZeRO result. The model-states column is the measurement
+  that tracks ZeRO. Peaks per rank from the CUDA
   allocator need one GPU per rank (N >= 2 GPUs).
 
 Expected (issue #4): model states shrink as the formula says (within 1%), and
