@@ -75,6 +75,14 @@ def test_fsdp_frees_gathers_and_communicates_3x():
         assert after_fwd and after_bwd
         gathers = [(unit, phase) for kind, unit, phase in events if kind == "all-gather"]
         assert gathers == [(u, "forward") for u in "0246"] + [(u, "backward") for u in "6420"]
+        live, most = set(), 0  # just in time: never more than one layer unsharded at once
+        for kind, unit, phase in events:
+            if kind == "all-gather":
+                live.add(unit)
+            elif kind == "free":
+                live.discard(unit)
+            most = max(most, len(live))
+        assert most == 1 and not live
         assert sum(shards) * 4 >= num_params  # each rank owns about a quarter
         expected = M.communication_volume(num_params, 4, 3, bytes_per_element=4)["total"]
         assert sent == pytest.approx(expected, rel=0.01)
