@@ -39,6 +39,7 @@ import traceback
 
 import cloudpickle
 import torch
+import torch.distributed as dist
 from torch.utils._pytree import tree_map
 
 from . import runtime
@@ -126,7 +127,13 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
         fn, args, kwargs, sources = cloudpickle.loads(payload)
         linecache.cache.update(sources)
         runtime.setup_process_group(rank, world_size, backend, init_method, pg_timeout)
+        # gloo connects its pairs lazily during start-up; a rank whose function needs no
+        # collective could otherwise finish and close its sockets while a slow peer is
+        # still connecting to it ("connectFullMesh failed ... closed by peer"). The same
+        # holds at the end, for peers still finishing their last message to it.
+        dist.barrier()
         result = tree_map(_detach_to_cpu, fn(*args, **kwargs))
+        dist.barrier()
         try:
             message = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001
