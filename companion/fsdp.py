@@ -49,22 +49,11 @@ def default_units(module: nn.Module) -> list[tuple[str, nn.Module]]:
     return units
 
 
-class _PreBackward(torch.autograd.Function):
-    """Identity on a unit's output; its backward runs just before the unit's backward."""
+class _BackwardHook(torch.autograd.Function):
+    """Identity in forward; its backward calls ``callback`` when the gradient passes.
 
-    @staticmethod
-    def forward(ctx, callback, x):
-        ctx.callback = callback
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.callback()
-        return None, grad
-
-
-class _PostBackward(torch.autograd.Function):
-    """Identity on a unit's input; its backward runs once the unit's backward is done."""
+    On a unit's output it fires just before the unit's backward (gather the weights
+    again); on a unit's input, once the unit's backward is done (reduce-scatter)."""
 
     @staticmethod
     def forward(ctx, callback, x):
@@ -213,7 +202,7 @@ class FSDP(nn.Module):
         # forward and again in backward); torch's FSDP2 keeps the root gathered instead.
         self.root.free("forward")
         if torch.is_grad_enabled() and out.requires_grad:
-            out = _PreBackward.apply(self._root_pre_backward, out)
+            out = _BackwardHook.apply(self._root_pre_backward, out)
         return out
 
     def _make_pre_forward(self, unit):
@@ -221,7 +210,7 @@ class FSDP(nn.Module):
             unit.gather("forward")
             unit._t_compute = time.perf_counter()
             if torch.is_grad_enabled():
-                args = tuple(_PostBackward.apply(lambda: self._post_backward(unit), a)
+                args = tuple(_BackwardHook.apply(lambda: self._post_backward(unit), a)
                              if isinstance(a, torch.Tensor) and a.requires_grad else a
                              for a in args)
             return args
@@ -232,7 +221,7 @@ class FSDP(nn.Module):
             self._event("compute", unit.name, "forward", unit._t_compute)
             unit.free("forward")
             if torch.is_grad_enabled() and isinstance(out, torch.Tensor) and out.requires_grad:
-                return _PreBackward.apply(lambda: self._pre_backward(unit), out)
+                return _BackwardHook.apply(lambda: self._pre_backward(unit), out)
             return out
         return hook
 

@@ -7,13 +7,12 @@ a slider; :func:`draw_replay_frame` draws one frame on a matplotlib axis, and
 """
 from __future__ import annotations
 
-import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..collectives.replay import Replay, replay
 from ..plotting import rank_colors
-from ._base import guarded
+from ._base import frame_player
 
 __all__ = ["collective_replay", "draw_replay_frame", "plot_rank_tensors"]
 
@@ -90,27 +89,9 @@ def collective_replay(traffics, title: str = "", figsize=(9, 4.6), values=None):
     ``.replay`` the frames and ``.last_title`` what the figure shows now. ``values``: as
     in :func:`draw_replay_frame`."""
     rp = traffics if isinstance(traffics, Replay) else replay(traffics)
-    out = W.Output()
-    slider = W.IntSlider(value=0, min=0, max=len(rp.frames) - 1, description="step",
-                         continuous_update=True)
-    play = W.Play(value=0, min=0, max=len(rp.frames) - 1, interval=1200, description="play")
-    W.jslink((play, "value"), (slider, "value"))
-    box = W.VBox([W.HBox([play, slider]), out])
-
-    @guarded(out)
-    def redraw(change=None):
-        with out:
-            out.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=figsize)
-            draw_replay_frame(rp, slider.value, ax, title, values)
-            box.last_title = ax.get_title()
-            plt.show()
-            plt.close(fig)
-
-    slider.observe(redraw, names="value")
-    box.slider, box.play, box.output, box.replay = slider, play, out, rp
-    box.last_title = ""
-    redraw()
+    box = frame_player(len(rp.frames), lambda i, ax: draw_replay_frame(rp, i, ax, title, values),
+                       figsize, "step", 1200)
+    box.replay = rp
     return box
 
 

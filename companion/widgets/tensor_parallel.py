@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from ..plotting import rank_colors
-from ._base import guarded
+from ._base import frame_player, guarded
 
 __all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
            "grid_player", "activation_memory_explorer"]
@@ -213,26 +213,8 @@ def grid_player(frames: list[dict], n_ranks: int, figsize=(8, 4)):
     """Play/slider through recorded frames; ``.slider``, ``.play`` and ``.last_title``."""
     if not frames:
         raise ValueError("grid_player needs at least one frame (record a run first).")
-    out = W.Output()
-    slider = W.IntSlider(value=0, min=0, max=len(frames) - 1, description="frame")
-    play = W.Play(value=0, min=0, max=len(frames) - 1, interval=1500, description="play")
-    W.jslink((play, "value"), (slider, "value"))
-    box = W.VBox([W.HBox([play, slider]), out])
-
-    @guarded(out)
-    def redraw(change=None):
-        with out:
-            out.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=figsize)
-            draw_grid(frames[slider.value], n_ranks, ax)
-            box.last_title = ax.get_title()
-            plt.show()
-            plt.close(fig)
-
-    slider.observe(redraw, names="value")
-    box.slider, box.play, box.output, box.last_title = slider, play, out, ""
-    redraw()
-    return box
+    return frame_player(len(frames), lambda i, ax: draw_grid(frames[i], n_ranks, ax), figsize,
+                        "frame", 1500)
 
 
 def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int = 1):
