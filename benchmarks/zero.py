@@ -78,7 +78,7 @@ def bench_rank(strategies, d_model, n_layers, batch, seq_len, steps, warmup):
     """Runs inside every rank: each strategy in turn on a freshly built model (the
     benchmark passes one strategy per launch, so peaks are not shared)."""
     from companion.data import CharCorpus, shard
-    from companion.zero import _wrap, build_model
+    from companion.zero_runs import _wrap, build_model
 
     rank, n, dev = dist.get_rank(), dist.get_world_size(), companion.device()
     corpus, out = CharCorpus(), {}

@@ -11,7 +11,7 @@ import torch
 
 import companion
 from companion import memory as M
-from companion.zero import train
+from companion.zero_runs import train
 
 F64 = dict(dtype="float64", steps=3)
 STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp": 3}
