@@ -40,6 +40,12 @@ def test_wire_bytes_count_indices_and_scales():
     assert payload_bytes(Threshold(tau).encode(x)) == 4 * int((x.abs() > tau).sum())
 
 
+def test_train_many_refuses_powersgd():
+    from companion.compression import train_many
+    with pytest.raises(ValueError, match="train\\(\\)"):
+        train_many([dict(method="powersgd")], steps=1)
+
+
 def test_sampled_threshold_topk_is_exact():
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(300_000, generator=gen)
@@ -159,3 +165,19 @@ def test_bad_input_names_the_fix():
         PowerSGD([torch.zeros(3, 3)], rank=0)
     with pytest.raises(ValueError, match="k must be"):
         topk_indices(torch.zeros(4), 5)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_momentum_sgd_matches_torch_sgd_bit_for_bit(momentum):
+    from companion.compression.train import MomentumSGD
+    a, b = torch.nn.Linear(5, 3), torch.nn.Linear(5, 3)
+    b.load_state_dict(a.state_dict())
+    ours = MomentumSGD(a.parameters(), lr=0.1, momentum=momentum)
+    theirs = torch.optim.SGD(b.parameters(), lr=0.1, momentum=momentum)
+    for g in _grads(6, shapes=((3, 5), (3,))):
+        for p, q, gi in zip(a.parameters(), b.parameters(), g):
+            p.grad, q.grad = gi.clone(), gi.clone()
+        ours.step()
+        theirs.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)

@@ -138,7 +138,11 @@ class QuantizedExchange:
     def lr_scale(self, step: int) -> float:
         return 1.0
 
-    def encode(self, grads: list[torch.Tensor]) -> list[dict]:
+    @property
+    def equal_sizes(self) -> bool:
+        return self.codec.fixed_size
+
+    def encode(self, grads: list[torch.Tensor], step: int = 0) -> list[dict]:
         payloads = []
         for g, e in zip(grads, self.errors):
             x = g + e if self.error_feedback else g
@@ -149,9 +153,12 @@ class QuantizedExchange:
         return payloads
 
     def exchange(self, grads: list[torch.Tensor], step: int) -> list[torch.Tensor]:
-        payloads = self.encode(grads)
+        payloads = self.encode(grads, step)
         self.last_bytes = payload_bytes(payloads)
-        gathered = all_gather_payloads(payloads, equal_sizes=self.codec.fixed_size)
+        return self.combine(all_gather_payloads(payloads, equal_sizes=self.equal_sizes), grads)
+
+    def combine(self, gathered: list[list[dict]], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Every rank's payloads (rank order) -> the averaged update."""
         out = [torch.zeros_like(g) for g in grads]
         for rank_payloads in gathered:
             for o, p in zip(out, rank_payloads):

@@ -198,11 +198,16 @@ class DGC:
             return payload["values"].view_as(like).clone()
         return decode_topk(payload, like)
 
+    equal_sizes = True  # k follows from the step and the shapes, the same on every rank
+
     def exchange(self, grads: list[torch.Tensor], step: int) -> list[torch.Tensor]:
         """Encode, all-gather (indices, values) from every rank, decode and average."""
         payloads = self.encode(grads, step)
         self.last_bytes = payload_bytes(payloads)
-        gathered = all_gather_payloads(payloads, equal_sizes=True)  # k follows from the step
+        return self.combine(all_gather_payloads(payloads, equal_sizes=True), grads)
+
+    def combine(self, gathered: list[list[dict]], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Every rank's payloads (rank order) -> the averaged dense update."""
         out = [torch.zeros_like(g) for g in grads]
         for rank_payloads in gathered:
             for o, p in zip(out, rank_payloads):

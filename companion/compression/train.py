@@ -6,7 +6,7 @@ here runs inside ranks (``companion.launch(train, world_size=4, ...)``, or
 
 Each rank computes the gradient on its shard of the global digits batch, hands it to a
 compressor's ``exchange`` (which does the collectives and returns the averaged update)
-and steps a plain ``torch.optim.SGD``. Ranks return data; the notebook plots.
+and steps plain momentum SGD. Ranks return data; the notebook plots.
 """
 from __future__ import annotations
 
@@ -21,11 +21,10 @@ from ..data import digits_batch, load_digits
 from ..experiments import experiment
 from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
-from .sparse import ABLATION, DGC, DGCConfig
+from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
 
-__all__ = ["BiasFreeMLP", "DenseAllReduce", "make_compressor", "train", "ablation",
-           "ablation_settings", "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
+__all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train", "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
 
 METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold", "terngrad")
 TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
@@ -47,10 +46,15 @@ def BiasFreeMLP(hidden: int = 128, depth: int = 2, seed: int = 0) -> nn.Sequenti
 
 
 class DenseAllReduce:
-    """The baseline: all-reduce the fp32 gradients (4 bytes per number)."""
+    """The baseline: all-reduce the fp32 gradients (4 bytes per number).
+
+    ``encode``/``combine`` let :func:`companion.compression.ablation.train_many` send the
+    same numbers in its shared all-gather instead.
+    """
 
     applies_momentum = False
     last_density_after_sum = 1.0
+    equal_sizes = True
 
     def __init__(self, params_like):
         self.last_bytes = 4 * sum(p.numel() for p in params_like)
@@ -60,6 +64,38 @@ class DenseAllReduce:
 
     def exchange(self, grads, step):
         return all_reduce_mean(grads)
+
+    def encode(self, grads, step):
+        return [{"values": g.reshape(-1)} for g in grads]
+
+    def combine(self, gathered, grads):
+        return [sum(rank_payloads[i]["values"] for rank_payloads in gathered).view_as(g)
+                / len(gathered) for i, g in enumerate(grads)]
+
+
+class MomentumSGD:
+    """``torch.optim.SGD(momentum=m)`` (no dampening, weight decay or Nesterov), same
+    floating-point operations in the same order; a test checks it bit for bit.
+
+    Why not torch's: constructing a torch optimizer imports ``torch._dynamo``, about a
+    second per rank per launch on a 2-core machine, longer than our training runs.
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.0):
+        self.params, self.lr, self.momentum = list(params), lr, momentum
+        self.buffers = [None] * len(self.params)
+
+    @torch.no_grad()
+    def step(self):
+        for i, p in enumerate(self.params):
+            d = p.grad
+            if self.momentum:
+                if self.buffers[i] is None:
+                    self.buffers[i] = torch.clone(d).detach()
+                else:
+                    self.buffers[i].mul_(self.momentum).add_(d)
+                d = self.buffers[i]
+            p.add_(d, alpha=-self.lr)
 
 
 def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, seed=0,
@@ -127,7 +163,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     params = list(model.parameters())
     comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
                            seed=seed, **options)
-    opt = torch.optim.SGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
+    opt = MomentumSGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
     out = {"method": method, "losses": [], "bytes": [], "density_after_sum": [],
            "eval_steps": [], "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -138,8 +174,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
         update = comp.exchange(list(grads), step)
         for p, u in zip(params, update):
             p.grad = u
-        for group in opt.param_groups:
-            group["lr"] = lr * comp.lr_scale(step)
+        opt.lr = lr * comp.lr_scale(step)
         opt.step()
         out["losses"].append(loss.item())
         out["bytes"].append(comp.last_bytes)
@@ -153,47 +188,13 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     return out
 
 
-def ablation_settings(row: str, *, clip_norm: float, warmup_steps: int, density: float) -> dict:
-    """``train`` keyword arguments for one row of L20 p.47 ("dense" or an ABLATION key)."""
-    if row == "dense":
-        return {"method": "dense"}
-    if row not in ABLATION:
-        raise ValueError(f"unknown ablation row {row!r}; pick 'dense' or one of {list(ABLATION)}.")
-    flags = dict(ABLATION[row])
-    return {"method": "dgc", "density": density,
-            "momentum_correction": flags["momentum_correction"],
-            "factor_masking": flags["factor_masking"],
-            "clip_norm": clip_norm if flags.get("clip") else None,
-            "warmup_steps": warmup_steps if flags.get("warmup") else 0}
-
-
-def _ablation_summary(results) -> str:
-    rows = [f"{'row':<24} {'final test accuracy per seed'}"]
-    for row, runs in results[0].items():
-        rows.append(f"{row:<24} " + "  ".join(f"{r['test_acc'][-1]:.3f}" for r in runs))
-    return "\n".join(rows)
-
-
-@experiment("compression_ablation", summarize=_ablation_summary)
-def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: float = 1.0,
-             warmup_steps: int = 60, data=None, **train_kwargs) -> dict:
-    """Every row of the DGC ablation for every seed, in one launch: ``{row: [run, ...]}``."""
-    rows = rows or ["dense", *ABLATION]
-    data = data or split_digits()
-    results = {}
-    for row in rows:
-        settings = ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
-                                     density=density)
-        results[row] = [train(seed=s, data=data, **settings, **train_kwargs) for s in seeds]
-        for run in results[row]:
-            run.pop("params")
-    return results
-
-
 @experiment("compression_densification")
 def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
                   global_batch: int = 128, seed: int = 0, data=None) -> dict:
     """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
+    if steps <= 5:
+        raise ValueError(f"steps={steps}: need more than 5 (the first 5 are skipped while "
+                         "error feedback builds up); use steps=15 or more.")
     run = train(method="dgc", steps=steps, density=density, hidden=hidden,
                 global_batch=global_batch, seed=seed, eval_every=steps, data=data)
     return {"world_size": runtime.world_size(), "density": density,

@@ -29,7 +29,7 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     import matplotlib.pyplot as plt
 
     import companion
-    from companion.compression import split_digits, train
+    from companion.compression import split_digits, train, train_many
     from companion.widgets import guarded
 
     if world_size < 1 or steps < 1:
@@ -46,20 +46,24 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     data = split_digits()  # once, in this process: ranks then need no scikit-learn
 
     def run(settings, m):
-        # density only matters to the sparsifiers; the others ignore it
-        return companion.launch(train, world_size=world_size, steps=steps, lr=lr, momentum=m,
-                                density=density.value, eval_every=max(1, steps // 10),
-                                data=data, **settings)[0]
+        kw = dict(steps=steps, lr=lr, momentum=m, density=density.value,
+                  eval_every=max(1, steps // 10), data=data)
+        if settings["method"] == "powersgd":  # it cannot share the all-gather
+            if m not in baselines:
+                baselines[m] = companion.launch(train, world_size=world_size, method="dense",
+                                                **kw)[0]
+            return baselines[m], companion.launch(train, world_size=world_size, **settings,
+                                                  **kw)[0]
+        kw.pop("density")
+        runs = [dict(method="dense"), dict(settings, density=density.value)]
+        # both models in lockstep, one all-gather per step: half the collectives
+        return tuple(companion.launch(train_many, runs, world_size=world_size, **kw)[0])
 
     @guarded(output)
     def redraw(_=None):
         if not 0 < density.value <= 1:
             raise ValueError("density must be in (0, 1]; 99.9% sparsity is 0.001.")
-        m = momentum.value
-        if m not in baselines:
-            baselines[m] = run(_METHODS["dense all-reduce"], m)
-        result = run(_METHODS[method.value], m)
-        base = baselines[m]
+        base, result = run(_METHODS[method.value], momentum.value)
         ratio = result["dense_bytes"] / result["bytes"][-1]
         summary.value = (f"<b>{method.value}</b>: test accuracy {result['test_acc'][-1]:.3f} "
                          f"(dense {base['test_acc'][-1]:.3f}); {result['bytes'][-1]:,} bytes "

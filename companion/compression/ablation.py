@@ -1,0 +1,112 @@
+"""The DGC ablation of L20 p.47, all rows and seeds trained in lockstep on real ranks.
+
+Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``).
+
+On a 2-core machine most of a 4-rank step's cost is the collective, not the tiny
+MLP. :func:`train_many` therefore advances many independent runs (rows x seeds)
+together and packs all their payloads into ONE all-gather per step; each run's numbers
+are exactly those of :func:`companion.compression.train` with the same settings (a test
+checks it), only the transport is shared.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .. import runtime
+from ..data import digits_batch
+from ..experiments import experiment
+from .sparse import ABLATION
+from .train import BiasFreeMLP, MomentumSGD, _accuracy, make_compressor, split_digits
+from .wire import all_gather_payloads, payload_bytes
+
+__all__ = ["ablation_settings", "train_many", "ablation"]
+
+
+def ablation_settings(row: str, *, clip_norm: float, warmup_steps: int, density: float) -> dict:
+    """``train`` keyword arguments for one row of L20 p.47 ("dense" or an ABLATION key)."""
+    if row == "dense":
+        return {"method": "dense"}
+    if row not in ABLATION:
+        raise ValueError(f"unknown ablation row {row!r}; pick 'dense' or one of {list(ABLATION)}.")
+    flags = dict(ABLATION[row])
+    return {"method": "dgc", "density": density,
+            "momentum_correction": flags["momentum_correction"],
+            "factor_masking": flags["factor_masking"],
+            "clip_norm": clip_norm if flags.get("clip") else None,
+            "warmup_steps": warmup_steps if flags.get("warmup") else 0}
+
+
+def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
+               global_batch: int = 128, hidden: int = 128, eval_every: int = 25,
+               data=None) -> list[dict]:
+    """Train one model per entry of ``runs`` (each: ``seed`` plus :func:`train`'s
+    compressor settings; any method but PowerSGD), one shared all-gather per step."""
+    world, rank = runtime.world_size(), runtime.rank()
+    if global_batch % world:
+        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size {world}.")
+    (x_train, y_train), (x_test, y_test) = data or split_digits()
+    state = []
+    for settings in runs:
+        settings = dict(settings)
+        seed, method = settings.pop("seed", 0), settings.pop("method")
+        if method == "powersgd":
+            raise ValueError("PowerSGD all-reduces its own factors and cannot share the "
+                             "all-gather; run it with train().")
+        model = BiasFreeMLP(hidden=hidden, seed=seed)
+        params = list(model.parameters())
+        comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
+                               seed=seed, **settings)
+        opt = MomentumSGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
+        out = {"method": method, "seed": seed, "losses": [], "bytes": [], "eval_steps": [],
+               "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
+        state.append((seed, model, params, comp, opt, out))
+    equal_sizes = all(s[3].equal_sizes for s in state)
+    cpu_start = time.process_time()
+    for step in range(steps):
+        payloads, counts, grads_all = [], [], []
+        for seed, model, params, comp, opt, out in state:
+            x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
+            loss = F.cross_entropy(model(x), y)
+            grads = list(torch.autograd.grad(loss, params))
+            p = comp.encode(grads, step)
+            out["losses"].append(loss.item())
+            out["bytes"].append(payload_bytes(p))
+            payloads += p
+            counts.append(len(p))
+            grads_all.append(grads)
+        gathered = all_gather_payloads(payloads, equal_sizes=equal_sizes)
+        offset = 0
+        for (seed, model, params, comp, opt, out), n, grads in zip(state, counts, grads_all):
+            mine = [rank_payloads[offset:offset + n] for rank_payloads in gathered]
+            offset += n
+            for p, u in zip(params, comp.combine(mine, grads)):
+                p.grad = u
+            opt.lr = lr * comp.lr_scale(step)
+            opt.step()
+            if (step + 1) % eval_every == 0 or step == steps - 1:
+                out["eval_steps"].append(step + 1)
+                out["test_acc"].append(_accuracy(model, x_test, y_test))
+    for *_, out in state:
+        out["cpu_seconds"] = (time.process_time() - cpu_start) / len(state)
+    return [s[-1] for s in state]
+
+
+def _ablation_summary(results) -> str:
+    rows = [f"{'row':<24} final test accuracy per seed"]
+    for row, runs in results[0].items():
+        rows.append(f"{row:<24} " + "  ".join(f"{r['test_acc'][-1]:.3f}" for r in runs))
+    return "\n".join(rows)
+
+
+@experiment("compression_ablation", summarize=_ablation_summary)
+def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: float = 1.0,
+             warmup_steps: int = 60, **train_kwargs) -> dict:
+    """Every row of the DGC ablation for every seed: ``{row: [run per seed, ...]}``."""
+    rows = list(rows or ["dense", *ABLATION])
+    runs = [dict(seed=s, **ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
+                                             density=density)) for row in rows for s in seeds]
+    done = iter(train_many(runs, **train_kwargs))
+    return {row: [next(done) for _ in seeds] for row in rows}
