@@ -86,6 +86,9 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
             dead = [r["index"] for r in records if r["changed_by"] is None]
             assert not dead, f"widgets {dead} of {notebook.name} did not respond to any control"
             assert not any(r["errors"] for r in records), "a widget callback showed an error"
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / f"FAILED-lab-{notebook.stem}.png"), full_page=True)
+        raise
     finally:
         page.close()
 
@@ -103,5 +106,8 @@ def test_notebook_presents_in_voila(notebook, workdir, browser):
             page.screenshot(path=str(ARTIFACTS / f"voila-{notebook.stem}.png"))
             records = operate_widgets(page, f"voila-{notebook.stem}")
             assert records and all(r["changed_by"] for r in records)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"FAILED-voila-{notebook.stem}.png"), full_page=True)
+            raise
         finally:
             page.close()
