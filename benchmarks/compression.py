@@ -3,6 +3,8 @@ and single-process compression/decompression throughput.
 
     .venv/bin/python benchmarks/compression.py           # 4M-entry gradient (16 MB fp32)
     .venv/bin/python benchmarks/compression.py --quick   # 1M entries, fewer repetitions (< 60 s)
+    .venv/bin/python benchmarks/compression.py --long-ablation   # + notebook 07's ablation
+                                                  # at 5x its budget (about a minute)
 
 Time per step is the exchange only (encode, collectives, decode, average) of one
 random gradient matrix, median over repetitions, on gloo with every rank on this
@@ -18,7 +20,8 @@ import time
 import torch
 
 import companion
-from companion.compression import OneBit, TernGrad, Threshold, make_compressor
+from companion.compression import (OneBit, TernGrad, Threshold, ablation, make_compressor,
+                                   split_digits)
 from companion.compression.sparse import decode_topk, encode_topk
 from companion.compression.wire import payload_bytes
 
@@ -79,10 +82,27 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def long_ablation(steps: int, world_size: int) -> None:
+    """Dense vs gradient dropping vs full DGC with notebook 07's settings, longer."""
+    rows = ["dense", "gradient dropping", "+ warm-up"]
+    start = time.perf_counter()
+    res = companion.launch(ablation, world_size=world_size, seeds=(0, 1, 2), rows=rows,
+                           density=0.001, clip_norm=0.5, warmup_steps=30, steps=steps, lr=0.05,
+                           momentum=0.95, eval_every=steps, data=split_digits(), timeout=900)[0]
+    print(f"\nablation at 99.9% sparsity, {steps} steps, 3 seeds "
+          f"({time.perf_counter() - start:.0f} s):")
+    for row in rows:
+        accs = [r["test_acc"][-1] for r in res[row]]
+        print(f"  {row:<20} mean {100 * statistics.mean(accs):5.1f}%  seeds "
+              + "  ".join(f"{100 * a:.1f}" for a in accs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller gradient, fewer reps (< 60 s)")
     parser.add_argument("--world-size", type=int, default=4)
+    parser.add_argument("--long-ablation", type=int, nargs="?", const=1500, default=0,
+                        metavar="STEPS", help="also run the ablation for STEPS (1500) steps")
     args = parser.parse_args()
     rows, cols, reps = (1024, 1024, 5) if args.quick else (2048, 2048, 10)
     n = args.world_size
@@ -97,10 +117,12 @@ def main() -> None:
               f"{1e3 * r['seconds']:>9.1f}{r['seconds'] / base:>8.2f}x")
     print("\n(all-gather exchanges make every rank receive N-1 payloads; the dense ring all-reduce"
           f"\n sends 2(N-1)/N = {2 * (n - 1) / n:.2f}x its payload)")
-    print(f"\nsingle-process throughput on the same matrix (MB of fp32 gradient per second):")
+    print("\nsingle-process throughput on the same matrix (MB of fp32 gradient per second):")
     print(f"{'codec':<16}{'encode MB/s':>12}{'decode MB/s':>12}{'payload B':>12}")
     for name, enc, dec, nbytes in throughput(rows, cols, reps):
         print(f"{name:<16}{enc:>12,.0f}{dec:>12,.0f}{nbytes:>12,}")
+    if args.long_ablation:
+        long_ablation(args.long_ablation, n)
 
 
 if __name__ == "__main__":
