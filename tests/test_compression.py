@@ -128,6 +128,14 @@ def test_powersgd_full_rank_is_exact(shape):
     assert ps.last_bytes == 4 * (shape[0] + math.prod(shape[1:])) * min(shape[0], math.prod(shape[1:]))
 
 
+def test_powersgd_bytes_match_torch_hook_rule():
+    from companion.compression import torch_powersgd_bytes
+    shapes = [(128, 64), (128, 128), (10, 128), (10,)]
+    ps = PowerSGD([torch.zeros(s) for s in shapes], rank=2)
+    ps.exchange([torch.randn(s) for s in shapes], 0)
+    assert ps.last_bytes == torch_powersgd_bytes(shapes, 2) == 4 * (2 * (192 + 256 + 138) + 10)
+
+
 def test_dgc_density_one_with_momentum_correction_is_momentum_sgd_locally():
     # One rank, nothing dropped: the update DGC returns is momentum SGD's buffer.
     grads = _grads(10, shapes=((6, 4),))

@@ -1,4 +1,4 @@
-"""Data-parallel training on real ranks with every compressor; the DGC ablation.
+"""Data-parallel training on real ranks with every compressor (one run per call).
 
 Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``). Every function
 here runs inside ranks (``companion.launch(train, world_size=4, ...)``, or
