@@ -77,9 +77,11 @@ def _get_context():
     global _context
     if _context is None:
         _context = mp.get_context("forkserver")
-        # Imported once in the server instead of in every rank: torch.optim's first use
-        # and scikit-learn's data loaders each cost seconds per rank otherwise.
-        _context.set_forkserver_preload(["companion.launcher", "torch.optim", "sklearn.datasets"])
+        # Imported once in the server instead of in every rank: the first optimizer
+        # imports torch._dynamo and scikit-learn's loaders import half of SciPy, each
+        # costing seconds per rank per launch otherwise.
+        _context.set_forkserver_preload(["companion.launcher", "torch.optim", "torch._dynamo",
+                                         "sklearn.datasets"])
     return _context
 
 
