@@ -41,11 +41,13 @@ present: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
+# Unit tests and notebooks first, the slower real-browser tests last.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --ignore=tests/browser $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests --ignore=tests/browser $(PYTEST_ARGS)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
