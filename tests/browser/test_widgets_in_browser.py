@@ -57,10 +57,17 @@ def lab(workdir):
 def _run_all_cells(page):
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    deadline = time.monotonic() + RUN_TIMEOUT_S
     prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
+    for _ in range(3):  # a click that lands while the kernel is still connecting is lost
+        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        started = time.monotonic() + 20
+        while time.monotonic() < started and prompts.first.inner_text().strip() == "[ ]:":
+            time.sleep(0.3)
+        if prompts.first.inner_text().strip() != "[ ]:":
+            break
+    deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         texts = [t.strip() for t in prompts.all_inner_texts()]
         if texts and all(t[1:-2].isdigit() for t in texts):  # "[12]:" everywhere
@@ -70,12 +77,26 @@ def _run_all_cells(page):
     raise AssertionError(f"cells still running after {RUN_TIMEOUT_S} s; prompts: {texts}")
 
 
+def _shutdown_kernels(url, token):
+    """Each notebook gets a fresh kernel; idle ones from earlier tests would share the cores."""
+    import urllib.request
+
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{url}/api/kernels", headers=headers)) as r:
+        kernels = json.load(r)
+    for kernel in kernels:
+        urllib.request.urlopen(urllib.request.Request(f"{url}/api/kernels/{kernel['id']}",
+                                                      headers=headers, method="DELETE"))
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, browser):
     url, token = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{url}/lab/tree/{notebook.name}?token={token}", timeout=60_000)
+        # A workspace of its own, reset: no tabs restored from the previous notebook.
+        page.goto(f"{url}/lab/workspaces/{notebook.stem}/tree/{notebook.name}?reset&token={token}",
+                  timeout=60_000)
         _run_all_cells(page)
         assert errors_on_page(page) == [], f"{notebook.name} shows an error in the browser"
         page.screenshot(path=str(ARTIFACTS / f"lab-{notebook.stem}.png"))
@@ -91,6 +112,7 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
         raise
     finally:
         page.close()
+        _shutdown_kernels(url, token)
 
 
 @pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if _has_widgets(nb)],
