@@ -115,10 +115,11 @@ def _try_controls(page, area):
             yield f"dropdown {i}"
     handles = area.locator(".noUi-handle")
     for i in range(min(handles.count(), 3)):
-        handles.nth(i).focus()
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")
-        yield f"slider {i}"
+        for key in ("ArrowRight", "ArrowLeft"):  # a slider already at its end moves back
+            handles.nth(i).focus()
+            for _ in range(3):
+                page.keyboard.press(key)
+            yield f"slider {i} ({key})"
     numbers = area.locator(".widget-text input, input[type=number]")
     for i in range(min(numbers.count(), 3)):
         box = numbers.nth(i)
@@ -142,8 +143,11 @@ def operate_widgets(page, name: str, timeout_s: float = 20.0) -> list[dict]:
     Returns one record per widget: which control changed it (None if none did).
     """
     records = []
-    areas = page.locator(".jp-OutputArea-output:has(.jupyter-widgets .widget-inline-hbox, "
-                         ".jupyter-widgets select, .jupyter-widgets .noUi-handle)")
+    # Outputs holding a control; a tqdm progress bar is a widget too but has none.
+    areas = page.locator(".jp-OutputArea-output:has(.jupyter-widgets select, "
+                         ".jupyter-widgets .noUi-handle, .jupyter-widgets .widget-text input, "
+                         ".jupyter-widgets input[type=number], .widget-toggle-buttons, "
+                         ".widget-checkbox)")
     for i in range(areas.count()):
         area = areas.nth(i)
         area.scroll_into_view_if_needed()

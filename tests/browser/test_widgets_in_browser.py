@@ -124,7 +124,8 @@ def test_notebook_presents_in_voila(notebook, workdir, browser):
             page.goto(f"{url}/?token={token}", timeout=RUN_TIMEOUT_S * 1000)
             page.wait_for_selector(".jupyter-widgets", timeout=60_000)
             assert errors_on_page(page) == [], f"{notebook.name} shows an error in Voila"
-            assert page.locator(".jp-InputArea").count() == 0, "Voila should hide the code"
+            assert page.locator(".jp-InputArea-editor, .CodeMirror, .cm-editor").count() == 0, \
+                "Voila should hide the code"
             page.screenshot(path=str(ARTIFACTS / f"voila-{notebook.stem}.png"))
             records = operate_widgets(page, f"voila-{notebook.stem}")
             assert records and all(r["changed_by"] for r in records)
