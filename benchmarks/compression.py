@@ -3,8 +3,8 @@ and single-process compression/decompression throughput.
 
     .venv/bin/python benchmarks/compression.py           # 4M-entry gradient (16 MB fp32)
     .venv/bin/python benchmarks/compression.py --quick   # 1M entries, fewer repetitions (< 60 s)
-    .venv/bin/python benchmarks/compression.py --long-ablation   # + notebook 07's ablation
-                                                  # at 5x its budget (about a minute)
+    .venv/bin/python benchmarks/compression.py --ablation   # + notebook 07's ablation with
+                                      # 5 seeds, and the stacked engine's speed (~2 minutes)
 
 Time per step is the exchange only (encode, collectives, decode, average) of one
 random gradient matrix, median over repetitions, on gloo with every rank on this
@@ -20,8 +20,9 @@ import time
 import torch
 
 import companion
-from companion.compression import (OneBit, TernGrad, Threshold, ablation, make_compressor,
-                                   split_digits)
+from companion.compression import (ABLATION, OneBit, TernGrad, Threshold, ablation,
+                                   ablation_settings, make_compressor, split_digits, train_many,
+                                   train_stacked)
 from companion.compression.sparse import decode_topk, encode_topk
 from companion.compression.wire import payload_bytes
 
@@ -82,27 +83,44 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def long_ablation(steps: int, world_size: int) -> None:
-    """Dense vs gradient dropping vs full DGC with notebook 07's settings, longer."""
-    rows = ["dense", "gradient dropping", "+ warm-up"]
+def ablation_table(seeds: int, steps: int, world_size: int) -> None:
+    """Notebook 07's p.47 ablation (same settings) with more seeds, and its cost."""
     start = time.perf_counter()
-    res = companion.launch(ablation, world_size=world_size, seeds=(0, 1, 2), rows=rows,
-                           density=0.001, clip_norm=0.5, warmup_steps=30, steps=steps, lr=0.05,
-                           momentum=0.95, eval_every=steps, data=split_digits(), timeout=900)[0]
-    print(f"\nablation at 99.9% sparsity, {steps} steps, 3 seeds "
-          f"({time.perf_counter() - start:.0f} s):")
-    for row in rows:
-        accs = [r["test_acc"][-1] for r in res[row]]
-        print(f"  {row:<20} mean {100 * statistics.mean(accs):5.1f}%  seeds "
-              + "  ".join(f"{100 * a:.1f}" for a in accs))
+    res = companion.launch(ablation, world_size=world_size, seeds=tuple(range(seeds)),
+                           steps=steps, eval_every=steps, data=split_digits(), timeout=1800)[0]
+    wall = time.perf_counter() - start
+    dense = statistics.mean(r["test_acc"][-1] for r in res["dense"])
+    print(f"\nDGC ablation at 99.9% sparsity: {steps} steps, {seeds} seeds, {world_size} ranks, "
+          f"{wall:.0f} s ({1e3 * wall / steps:.1f} ms per step for all {len(res) * seeds} runs)")
+    print(f"{'row':<24}{'mean %':>8}{'std':>6}{'vs dense':>9}  per seed")
+    for row, runs in res.items():
+        accs = [100 * r["test_acc"][-1] for r in runs]
+        print(f"{row:<24}{statistics.mean(accs):>8.2f}{statistics.pstdev(accs):>6.2f}"
+              f"{statistics.mean(accs) - 100 * dense:>+9.2f}  " + " ".join(f"{a:.1f}" for a in accs))
+
+
+def engine_speed(steps: int, world_size: int) -> None:
+    """ms per step of the 30-run ablation: stacked engine vs one compressor object per run."""
+    runs = [dict(seed=s, **ablation_settings(row, clip_norm=0.5, warmup_steps=48, density=0.001))
+            for row in ["dense", *ABLATION] for s in range(5)]
+    data = split_digits()
+    print(f"\n{len(runs)} ablation runs, {steps} steps on {world_size} ranks (launch included):")
+    for name, fn in (("train_stacked (one stacked model)", train_stacked),
+                     ("train_many (a Python loop over runs)", train_many)):
+        start = time.perf_counter()
+        companion.launch(fn, runs, world_size=world_size, steps=steps, eval_every=steps,
+                         data=data, timeout=900)
+        print(f"  {name:<40}{1e3 * (time.perf_counter() - start) / steps:8.1f} ms/step")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller gradient, fewer reps (< 60 s)")
     parser.add_argument("--world-size", type=int, default=4)
-    parser.add_argument("--long-ablation", type=int, nargs="?", const=1500, default=0,
-                        metavar="STEPS", help="also run the ablation for STEPS (1500) steps")
+    parser.add_argument("--ablation", type=int, nargs="?", const=5, default=0, metavar="SEEDS",
+                        help="also run notebook 07's ablation with SEEDS (5) seeds, and time "
+                             "the stacked engine against train_many")
+    parser.add_argument("--ablation-steps", type=int, default=2000)
     args = parser.parse_args()
     rows, cols, reps = (1024, 1024, 5) if args.quick else (2048, 2048, 10)
     n = args.world_size
@@ -121,8 +139,9 @@ def main() -> None:
     print(f"{'codec':<16}{'encode MB/s':>12}{'decode MB/s':>12}{'payload B':>12}")
     for name, enc, dec, nbytes in throughput(rows, cols, reps):
         print(f"{name:<16}{enc:>12,.0f}{dec:>12,.0f}{nbytes:>12,}")
-    if args.long_ablation:
-        long_ablation(args.long_ablation, n)
+    if args.ablation:
+        engine_speed(200, n)
+        ablation_table(args.ablation, args.ablation_steps, n)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ so concatenating the ranks' slices in rank order gives the single-process batch.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -106,8 +107,15 @@ def global_batch_indices(n: int, batch_size: int, step: int, seed: int = 0) -> t
         raise ValueError(f"batch_size must be in 1..{n}, got {batch_size}.")
     per_epoch = n // batch_size
     epoch, within = divmod(step, per_epoch)
+    return _epoch_permutation(n, seed, epoch)[within * batch_size:(within + 1) * batch_size]
+
+
+@functools.lru_cache(maxsize=256)
+def _epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
+    # Cached: notebook 07's lockstep runs ask for dozens of batches per step, and a
+    # fresh generator and permutation each time cost more than the step's arithmetic.
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
-    return perm[within * batch_size:(within + 1) * batch_size]
+    return perm
 
 
 def shard(batch: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:

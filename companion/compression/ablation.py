@@ -1,12 +1,14 @@
-"""The DGC ablation of L20 p.47, all rows and seeds trained in lockstep on real ranks.
+"""Many runs in lockstep on real ranks: the DGC ablation of L20 p.47 and the comparison
+of every compressor.
 
 Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``).
 
-On a 2-core machine most of a 4-rank step's cost is the collective, not the tiny
-MLP. :func:`train_many` therefore advances many independent runs (rows x seeds)
-together and packs all their payloads into ONE all-gather per step; each run's numbers
-are exactly those of :func:`companion.compression.train` with the same settings (a test
-checks it), only the transport is shared.
+On a 2-core machine most of a 4-rank step's cost is the collective, not the tiny MLP.
+:func:`train_many` therefore advances many independent runs together, each with its own
+compressor object, and packs all their payloads into ONE all-gather per step; each run's
+numbers are exactly those of :func:`companion.compression.train` with the same settings (a
+test checks it), only the transport is shared. :func:`ablation` needs thousands of steps
+and uses the stacked engine of ``stacked.py`` instead.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from .. import runtime
 from ..data import digits_batch
 from ..experiments import experiment
 from .sparse import ABLATION
-from .train import BiasFreeMLP, MomentumSGD, _accuracy, make_compressor, split_digits
+from .stacked import train_stacked
+from .train import BiasFreeMLP, MomentumSGD, _accuracy, lr_factor, make_compressor, split_digits
 from .wire import all_gather_payloads, payload_bytes
 
 __all__ = ["ablation_settings", "train_many", "ablation"]
@@ -40,8 +43,8 @@ def ablation_settings(row: str, *, clip_norm: float, warmup_steps: int, density:
 
 
 def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
-               global_batch: int = 128, hidden: int = 128, eval_every: int = 25,
-               data=None) -> list[dict]:
+               global_batch: int = 64, hidden: int = 128, eval_every: int = 25,
+               schedule: str = "constant", data=None) -> list[dict]:
     """Train one model per entry of ``runs`` (each: ``seed`` plus :func:`train`'s
     compressor settings; any method but PowerSGD), one shared all-gather per step."""
     world, rank = runtime.world_size(), runtime.rank()
@@ -84,7 +87,7 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
             offset += n
             for p, u in zip(params, comp.combine(mine, grads)):
                 p.grad = u
-            opt.lr = lr * comp.lr_scale(step)
+            opt.lr = lr * lr_factor(step, steps, schedule) * comp.lr_scale(step)
             opt.step()
             if (step + 1) % eval_every == 0 or step == steps - 1:
                 out["eval_steps"].append(step + 1)
@@ -102,11 +105,15 @@ def _ablation_summary(results) -> str:
 
 
 @experiment("compression_ablation", summarize=_ablation_summary)
-def ablation(*, seeds=(0, 1, 2), rows=None, density: float = 0.001, clip_norm: float = 1.0,
-             warmup_steps: int = 60, **train_kwargs) -> dict:
-    """Every row of the DGC ablation for every seed: ``{row: [run per seed, ...]}``."""
+def ablation(*, seeds=(0, 1, 2, 3, 4), rows=None, density: float = 0.001, clip_norm: float = 0.5,
+             warmup_steps: int = 48, **train_kwargs) -> dict:
+    """Every row of the DGC ablation for every seed: ``{row: [run per seed, ...]}``.
+
+    All runs train as one stacked model (:func:`~companion.compression.stacked.train_stacked`,
+    2,000 steps by default): DGC needs thousands of steps at 99.9% sparsity.
+    """
     rows = list(rows or ["dense", *ABLATION])
     runs = [dict(seed=s, **ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
                                              density=density)) for row in rows for s in seeds]
-    done = iter(train_many(runs, **train_kwargs))
+    done = iter(train_stacked(runs, **train_kwargs))
     return {row: [next(done) for _ in seeds] for row in rows}

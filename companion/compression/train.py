@@ -10,6 +10,7 @@ and steps plain momentum SGD. Ranks return data; the notebook plots.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -24,13 +25,13 @@ from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNo
 from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
 
-__all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train", "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
+__all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train", "densification", "train_torch_powersgd", "split_digits", "lr_factor", "METHODS", "TEST_SIZE"]
 
 METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold", "terngrad")
 TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
 
 
-def BiasFreeMLP(hidden: int = 128, depth: int = 2, seed: int = 0) -> nn.Sequential:
+def BiasFreeMLP(hidden: int = 128, depth: int = 1, seed: int = 0) -> nn.Sequential:
     """An MLP for 8x8 digits without biases: every tensor is a matrix DGC can prune.
 
     (With biases, the dense vectors would dominate a tiny model's payload at 99.9%
@@ -132,6 +133,16 @@ def split_digits():
     return (x[:-TEST_SIZE], y[:-TEST_SIZE]), (x[-TEST_SIZE:], y[-TEST_SIZE:])
 
 
+def lr_factor(step: int, steps: int, schedule: str = "constant") -> float:
+    """Learning-rate multiplier at ``step`` of ``steps``: "constant", or "cosine" decay
+    to zero, which lets both dense and DGC runs settle instead of ending mid-oscillation."""
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * step / steps))
+    raise ValueError(f"unknown schedule {schedule!r}; pick 'constant' or 'cosine'.")
+
+
 @torch.no_grad()
 def _accuracy(model, x, y) -> float:
     return (model(x).argmax(1) == y).float().mean().item()
@@ -146,8 +157,8 @@ def _summary(results) -> str:
 
 @experiment("compression_train", summarize=_summary)
 def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
-          global_batch: int = 128, hidden: int = 128, seed: int = 0, eval_every: int = 25,
-          data=None, **options) -> dict:
+          global_batch: int = 64, hidden: int = 128, seed: int = 0, eval_every: int = 25,
+          schedule: str = "constant", data=None, **options) -> dict:
     """Train the bias-free MLP on digits with ``method``; per-step curves and bytes.
 
     ``options`` go to :func:`make_compressor` (density, clip_norm, warmup_steps, ...).
@@ -174,7 +185,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
         update = comp.exchange(list(grads), step)
         for p, u in zip(params, update):
             p.grad = u
-        opt.lr = lr * comp.lr_scale(step)
+        opt.lr = lr * lr_factor(step, steps, schedule) * comp.lr_scale(step)
         opt.step()
         out["losses"].append(loss.item())
         out["bytes"].append(comp.last_bytes)
@@ -190,7 +201,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
 
 @experiment("compression_densification")
 def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
-                  global_batch: int = 128, seed: int = 0, data=None) -> dict:
+                  global_batch: int = 64, seed: int = 0, data=None) -> dict:
     """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
     if steps <= 5:
         raise ValueError(f"steps={steps}: need more than 5 (the first 5 are skipped while "
@@ -203,7 +214,7 @@ def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
 
 @experiment("compression_torch_powersgd")
 def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
-                         global_batch: int = 128, hidden: int = 128, seed: int = 0,
+                         global_batch: int = 64, hidden: int = 128, seed: int = 0,
                          powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False,
                          data=None) -> dict:
     """The same training with torch's DDP + ``powerSGD_hook`` (or the batched hook)."""
