@@ -2,20 +2,21 @@
 
 Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``), section 3.
 
-At 99.9% sparsity each rank sends about 0.1% of the weights per step, so a given weight
-is sent roughly once every thousand steps; DGC's delayed updates need thousands of steps
-to catch up (the paper trains for tens of thousands). With
+At 99.9% sparsity one rank sends about 0.1% of the weights per step, so from one rank a
+given weight goes out roughly once every thousand steps; DGC's delayed updates need
+thousands of steps to catch up (the paper trains for tens of thousands). With
 :func:`~companion.compression.train_many` a step costs a few milliseconds *per run*
 (Python, one run after another): too slow for 30 runs x 2,000 steps in a live class.
 
 Here every run's weights are rows of one tensor ``[R, n_params]`` (each layer a view of
 it), so a step is the same few dozen batched tensor operations whatever R is: one
-batched forward/backward, one batched top-k per layer, one all-gather of the sparse
-runs' (indices, values) and one all-reduce of the dense runs' gradients. Per run, the
-algorithm is exactly :class:`~companion.compression.DGC` followed by
+batched forward/backward, one batched top-k per layer, and ONE all-gather carrying the
+dense runs' gradients and the sparse runs' (indices, values). Per run, the algorithm is
+exactly :class:`~companion.compression.DGC` followed by
 :class:`~companion.compression.train.MomentumSGD`; a test checks each stacked run against
 :func:`~companion.compression.train` with the same settings. Only floating-point
-rounding differs: a batched matmul rounds differently from one run's own.
+rounding differs: batched matmuls and in-place updates round differently from one run's
+own operations.
 """
 from __future__ import annotations
 
@@ -54,9 +55,9 @@ def _settings(runs: list[dict]) -> list[dict]:
     return out
 
 
-def _column(values, dtype=None) -> torch.Tensor:
-    """Per-run switches as an [R, 1] column, to broadcast over a run's parameters."""
-    return torch.tensor(values, dtype=dtype).view(-1, 1)
+def _column(values) -> torch.Tensor:
+    """Per-run settings as an [R, 1] column, to broadcast over a run's parameters."""
+    return torch.tensor(values).view(-1, 1)
 
 
 class _Stack:
@@ -73,9 +74,9 @@ class _Stack:
     def layer_views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return list(flat.split(self.sizes, dim=1))
 
-    def forward(self, x: torch.Tensor, params=None) -> torch.Tensor:
-        params = self.params if params is None else params
-        views = self.layer_views(params)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` is ``[R, batch, 64]``: every run sees its own batch."""
+        views = self.layer_views(self.params)
         for i, (w, shape) in enumerate(zip(views, self.shapes)):
             x = x @ w.view(-1, *shape).transpose(1, 2)
             if i < len(views) - 1:
@@ -183,10 +184,14 @@ def _exchange(grads: torch.Tensor, n_dense: int, payload, sizes: list[int]) -> t
 
 def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
                   momentum: float = 0.95, schedule: str = "cosine", global_batch: int = 64,
-                  hidden: int = 128, eval_every: int = 250, data=None) -> list[dict]:
+                  hidden: int = 128, eval_every: int = 250, progress_every: int = 0,
+                  data=None) -> list[dict]:
     """Train every run of ``runs`` (``method`` "dense" or "dgc", ``seed`` and DGC's
     settings) as one stacked model on this process group; per-run curves as
     :func:`~companion.compression.train_many` returns them.
+
+    ``progress_every > 0``: rank 0 prints a line every that many steps (the notebook
+    shows ranks' output live), since a long run otherwise looks like a hung cell.
 
     Wire bytes are each run's own payload (``k`` int32 indices and ``k`` fp32 values per
     layer). During warm-up the stacked all-gather pads runs to the longest ``k``, an
@@ -231,6 +236,9 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
             buffer.mul_(opt_momentum).add_(total.div_(world))
             stack.params.addcmul_(lrs, buffer)
         evaluate = (step + 1) % eval_every == 0 or step == steps - 1
+        if progress_every > 0 and rank == 0 and (step + 1) % progress_every == 0:
+            print(f"step {step + 1:,}/{steps:,} ({time.process_time() - start:.0f} CPU-s)",
+                  flush=True)
         if evaluate:
             with torch.no_grad():
                 x = x_test.expand(len(settings), -1, -1)
