@@ -28,7 +28,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import runtime
-from ..data import global_batch_indices, shard
+from ..data import global_batch_indices
 from .sparse import density_schedule, lr_warmup
 from .train import BiasFreeMLP, lr_factor, split_digits
 
@@ -58,6 +58,32 @@ def _settings(runs: list[dict]) -> list[dict]:
 def _column(values) -> torch.Tensor:
     """Per-run settings as an [R, 1] column, to broadcast over a run's parameters."""
     return torch.tensor(values).view(-1, 1)
+
+
+class _Batches:
+    """Every run's shard of its global batch for a step, as one ``[R, batch/world]`` index
+    tensor: :func:`~companion.data.global_batch_indices` then
+    :func:`~companion.data.shard` per run, with each epoch's permutations stacked once."""
+
+    def __init__(self, n: int, global_batch: int, seeds: list[int], rank: int, world: int):
+        self.n, self.global_batch, self.seeds = n, global_batch, seeds
+        self.per_rank = global_batch // world
+        self.offset = rank * self.per_rank
+        self.epoch, self.perms = None, None
+
+    def indices(self, step: int) -> torch.Tensor:
+        epoch, within = divmod(step, self.n // self.global_batch)
+        if epoch != self.epoch:
+            # Row r is exactly what global_batch_indices draws for seed r; shard() is the
+            # column slice below.
+            self.perms = torch.stack([
+                torch.cat([global_batch_indices(self.n, self.global_batch, epoch_step, seed)
+                           for epoch_step in range(epoch * (self.n // self.global_batch),
+                                                   (epoch + 1) * (self.n // self.global_batch))])
+                for seed in self.seeds])
+            self.epoch = epoch
+        start = within * self.global_batch + self.offset
+        return self.perms[:, start:start + self.per_rank]
 
 
 class _Stack:
@@ -215,43 +241,46 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
     opt_momentum = _column([0.0 if s["method"] == "dgc" and s["momentum_correction"]
                             else momentum for s in settings])
     buffer = torch.zeros(len(settings), n_params)
-    results = [{"method": s["method"], "seed": s["seed"], "losses": [], "bytes": [],
-                "eval_steps": [], "test_acc": [], "dense_bytes": 4 * n_params} for s in settings]
+    batches = _Batches(len(y_train), global_batch, [s["seed"] for s in settings], rank, world)
+    warmups = [s["warmup_steps"] for s in settings]
+    dense_sent = torch.full((n_dense,), 4 * n_params)
+    losses_log, sent_log, evals = [], [], []
     start = time.process_time()
     for step in range(steps):
-        idx = torch.stack([shard(global_batch_indices(len(y_train), global_batch, step, s["seed"]),
-                                 rank, world) for s in settings])
+        idx = batches.indices(step)
         losses = F.cross_entropy(stack.forward(x_train[idx]).flatten(0, 1), y_train[idx].view(-1),
                                  reduction="none").view(idx.shape).mean(1)
         # Runs share no weights, so the gradient of the sum is each run's own gradient.
         (grads,) = torch.autograd.grad(losses.sum(), stack.params)
         payload = dgc.encode(grads[n_dense:], step) if n_dense < len(settings) else []
         total = _exchange(grads, n_dense, payload, stack.sizes)
-        sent = [4 * n_params] * n_dense
-        if payload:
-            sent += sum(8 * ks for _, _, ks in payload).tolist()
+        sent_log.append(torch.cat([dense_sent, *([sum(8 * ks for _, _, ks in payload)]
+                                                 if payload else [])]))
+        losses_log.append(losses.detach())
         base = lr * lr_factor(step, steps, schedule)
-        lrs = _column([-base * lr_warmup(step, s["warmup_steps"]) for s in settings])
+        lrs = _column([-base * lr_warmup(step, w) for w in warmups])
         with torch.no_grad():
             buffer.mul_(opt_momentum).add_(total.div_(world))
             stack.params.addcmul_(lrs, buffer)
-        evaluate = (step + 1) % eval_every == 0 or step == steps - 1
+            if (step + 1) % eval_every == 0 or step == steps - 1:
+                preds = stack.forward(x_test.expand(len(settings), -1, -1)).argmax(2)
+                evals.append((step + 1, (preds == y_test).float().mean(1)))
         if progress_every > 0 and rank == 0 and (step + 1) % progress_every == 0:
             print(f"step {step + 1:,}/{steps:,} ({time.process_time() - start:.0f} CPU-s)",
                   flush=True)
-        if evaluate:
-            with torch.no_grad():
-                x = x_test.expand(len(settings), -1, -1)
-                accs = (stack.forward(x).argmax(2) == y_test).float().mean(1).tolist()
-        for i, (out, loss, b) in enumerate(zip(results, losses.tolist(), sent)):
-            out["losses"].append(loss)
-            out["bytes"].append(b)
-            if evaluate:
-                out["eval_steps"].append(step + 1)
-                out["test_acc"].append(accs[i])
     cpu = (time.process_time() - start) / len(settings)
-    for out, row in zip(results, stack.params.detach()):  # final weights, as train() returns
-        out["params"] = ([w.view(shape).clone() for w, shape in
-                          zip(stack.layer_views(row[None]), stack.shapes)] if rank == 0 else None)
+    # Logs are kept as tensors and turned into lists once: per-step Python loops over
+    # the runs would cost more than the step's arithmetic.
+    losses_all = torch.stack(losses_log, 1).tolist()
+    sent_all = torch.stack(sent_log, 1).tolist()
+    accs_all = torch.stack([a for _, a in evals], 1).tolist()
+    results = []
+    for i, (s, row) in enumerate(zip(settings, stack.params.detach())):
+        params = ([w.view(shape).clone() for w, shape in
+                   zip(stack.layer_views(row[None]), stack.shapes)] if rank == 0 else None)
+        results.append({"method": s["method"], "seed": s["seed"], "losses": losses_all[i],
+                        "bytes": sent_all[i], "eval_steps": [e for e, _ in evals],
+                        "test_acc": accs_all[i], "dense_bytes": 4 * n_params,
+                        "params": params})  # final weights, as train() returns them
     back = {i: results[j] for j, i in enumerate(order)}  # the caller's order
     return [dict(back[i], cpu_seconds=cpu) for i in range(len(given))]
