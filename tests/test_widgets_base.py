@@ -39,3 +39,40 @@ def test_every_widget_factory_is_exported():
     import companion.widgets as w
 
     assert "planner" in w.__all__ and callable(w.planner)
+
+
+def test_showing_replaces_the_outputs_in_order_and_echoes_outside_a_kernel(capsys):
+    from companion.widgets._base import showing
+
+    out = widgets.Output()
+    with showing(out):
+        print("old")
+    with showing(out):
+        print("one")
+        print("two")
+    assert out.outputs == ({"output_type": "stream", "name": "stdout", "text": "one\ntwo\n"},)
+    # Outside a kernel nobody shows the widget, so scripts and tests still see the text.
+    assert capsys.readouterr().out == "old\none\ntwo\n"
+
+
+def test_showing_keeps_what_was_drawn_before_an_error(capsys):
+    from companion.widgets._base import showing
+
+    out = widgets.Output()
+    try:
+        with showing(out):
+            print("partial")
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert out.outputs[0]["text"] == "partial\n"
+
+
+def test_displayed_images_are_stored_as_base64_text():
+    from companion.widgets._base import _Recorder
+
+    recorder = _Recorder()
+    recorder.display({"image/png": b"\x89PNG", "text/plain": "<Figure>"})
+    data = recorder.outputs[0]["data"]
+    # bytes would be sent as a binary buffer, which an Output widget cannot render
+    assert data == {"image/png": "iVBORw==", "text/plain": "<Figure>"}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ._base import guarded
+from ._base import guarded, showing
 
-__all__ = ["guarded"]
+__all__ = ["guarded", "showing"]
 
 # Submodules re-export their __all__ here, so adding a widget module needs no edit of
 # this file (several notebooks' authors add widgets independently).

@@ -30,7 +30,7 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
 
     import companion
     from companion.compression import split_digits, train, train_many
-    from companion.widgets import guarded
+    from companion.widgets._base import guarded, showing
 
     if world_size < 1 or steps < 1:
         raise ValueError("world_size and steps must be >= 1; try world_size=4, steps=150.")
@@ -68,8 +68,7 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
         summary.value = (f"<b>{method.value}</b>: test accuracy {result['test_acc'][-1]:.3f} "
                          f"(dense {base['test_acc'][-1]:.3f}); {result['bytes'][-1]:,} bytes "
                          f"per rank per step, {ratio:.0f}x smaller than dense")
-        with output:
-            output.clear_output(wait=True)
+        with showing(output):
             fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
             for r, label, style in ((base, "dense", "--"), (result, method.value, "-")):
                 ax1.plot(r["losses"], style, label=label, alpha=0.8)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 
 from ..latency import modeled_step_times
 from ..plotting import OKABE_ITO
-from ._base import guarded
+from ._base import guarded, showing
 
 __all__ = ["dga_explorer"]
 
@@ -146,8 +146,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         base = per_step["sync SGD"]
         box.text = "   ".join(f"{name}: {t:.1f} ms/step ({base / t:.1f}x)"
                                for name, t in per_step.items())
-        with output:
-            output.clear_output(wait=True)
+        with showing(output):
             fig, ax = plt.subplots(figsize=(10, 2.8))
             draw_modeled(ax, rows)
             ax.set_title(f"modeled, {compute_ms:g} ms compute per step, "
@@ -161,8 +160,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         from ..data import load_digits
         from ..dga import sweep
         from ..launcher import launch
-        with measured:
-            measured.clear_output(wait=True)
+        with showing(measured):
             print("running ...")
         runs = [dict(algorithm=a, delay=delay.value, alpha_ms=latency.value, steps=steps,
                      compute_ms=compute_ms) for a in ("sync", "dga")]
@@ -174,8 +172,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
             f"(model {model['sync SGD'][-1][2] / steps:.1f}), "
             f"DGA D={delay.value} {dga_t:.1f} ms/step (model "
             f"{model[f'DGA D={delay.value}'][-1][2] / steps:.1f}): {sync_t / dga_t:.1f}x faster")
-        with measured:
-            measured.clear_output(wait=True)
+        with showing(measured):
             print(box.measured_text)
 
     for control in (latency, delay, local):

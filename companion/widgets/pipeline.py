@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 
 from ..pipeline import SCHEDULES, OpCosts, bubble_fraction, simulate
 from ..pipeline.plot import draw_timeline, legend_handles
-from ._base import guarded
+from ._base import guarded, showing
 
 __all__ = ["schedule_explorer", "timeline_player"]
 
@@ -39,8 +39,7 @@ def _show(box, fig):
     fig.tight_layout()
     box.draws = getattr(box, "draws", 0) + 1
     output = box.output
-    with output:
-        output.clear_output(wait=True)
+    with showing(output):
         display(fig)
     plt.close(fig)  # drawn once into the output; keep pyplot from showing it again
 

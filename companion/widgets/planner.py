@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ..planner import CLUSTERS, MODELS, plan
-from ._base import guarded
+from ._base import guarded, showing
 
 __all__ = ["planner", "plan_breakdown_figure", "ranking_html"]
 
@@ -82,8 +82,7 @@ def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
         m, c = MODELS[model_w.value], CLUSTERS[cluster_w.value]
         feasible, infeasible = plan(m, c, batch_w.value)
         table.value = ranking_html(feasible, infeasible)
-        with out:
-            out.clear_output(wait=True)
+        with showing(out):
             if feasible:
                 fig = plan_breakdown_figure(feasible[:5], c.gpu_memory_gb,
                                             f"{m.name} on {c.name}, batch {batch_w.value} x {m.seq_len} tokens")

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from ..plotting import rank_colors
-from ._base import frame_player, guarded
+from ._base import frame_player, guarded, showing
 
 __all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
            "grid_player", "activation_memory_explorer"]
@@ -135,8 +135,7 @@ def tp_split_explorer():
 
     @guarded(out)
     def redraw(change=None):
-        with out:
-            out.clear_output(wait=True)
+        with showing(out):
             fig, ax = plt.subplots(figsize=(8, 5))
             draw_split(kind.value, tp.value, ax)
             box.last_title = ax.get_title()
@@ -236,8 +235,7 @@ def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int =
                   "TP+SP+selective\nrecompute": amp(*args, tp=tp.value, sequence_parallel=True,
                                                     recompute="selective")}
         box.values = values
-        with out:
-            out.clear_output(wait=True)
+        with showing(out):
             fig, ax = plt.subplots(figsize=(8, 4))
             ax.bar(list(values), [v / 2**30 for v in values.values()], color=rank_colors(4))
             ax.set_ylabel("activation memory per layer (GiB)")

@@ -28,7 +28,7 @@ def _render(image, output, draw):
 
     import matplotlib.pyplot as plt
 
-    output.clear_output()  # a previous error message, if any
+    output.outputs = ()  # drops an old error message; clear_output() can hang Voila: see showing
     fig = draw()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
