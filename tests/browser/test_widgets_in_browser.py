@@ -8,7 +8,6 @@ artifacts/browser/.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -116,23 +115,10 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
         _shutdown_kernels(url, token)
 
 
-# Known problem, reported on issue #10: under Voila (only there; JupyterLab and nbval run
-# the same cells) a notebook's kernel sometimes goes idle before the page completes: seen
-# every time for notebook 07 (in its compression_explorer cell) and once for notebook 09.
-# Until that is understood the Voila tests are opt-in, so CI does not hang on them.
-VOILA_OPT_IN = os.environ.get("COMPANION_VOILA_TESTS") == "1"
-
-
-def _voila_params():
-    reason = ("Voila runs hang intermittently (issue #10); set COMPANION_VOILA_TESTS=1 to run "
-              "these tests")
-    for nb in NOTEBOOKS:
-        if _has_widgets(nb):
-            marks = [] if VOILA_OPT_IN else [pytest.mark.skip(reason=reason)]
-            yield pytest.param(nb, marks=marks, id=nb.stem)
-
-
-@pytest.mark.parametrize("notebook", list(_voila_params()))
+# Issue #10 (a page stuck at "Executing N of M") came from widgets drawing with
+# `with output:`; tests/test_widgets_voila.py checks the cause without a browser.
+@pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if _has_widgets(nb)],
+                         ids=lambda p: p.stem)
 def test_notebook_presents_in_voila(notebook, workdir, browser):
     with server("voila", workdir, notebook.name) as (url, token):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
