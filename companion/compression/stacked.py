@@ -20,6 +20,7 @@ own operations.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -28,62 +29,39 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import runtime
-from ..data import global_batch_indices
-from .sparse import density_schedule, lr_warmup
+from ..data import global_batch_indices, shard
+from .sparse import DGCConfig, density_schedule, lr_warmup
 from .train import BiasFreeMLP, lr_factor, split_digits
 
 __all__ = ["train_stacked"]
 
-_DEFAULTS = dict(seed=0, density=0.001, momentum_correction=True, factor_masking=True,
-                 clip_norm=None, warmup_steps=0)
-
-
-def _settings(runs: list[dict]) -> list[dict]:
-    """Each run's full settings, checked: only dense and DGC runs can be stacked."""
+def _settings(runs: list[dict], momentum: float) -> list[dict]:
+    """``{method, seed, config}`` per run: a DGC run's settings become the same
+    :class:`~companion.compression.DGCConfig` the reference builds, which checks them."""
     out = []
     for run in runs:
-        s = dict(_DEFAULTS, **run)
-        if s.get("method") not in ("dense", "dgc"):
-            raise ValueError(f"train_stacked runs 'dense' and 'dgc' only, got "
-                             f"{s.get('method')!r}; train other methods with train_many().")
-        if set(s) - set(_DEFAULTS) - {"method"}:
-            raise ValueError(f"unknown settings {sorted(set(s) - set(_DEFAULTS) - {'method'})}.")
-        if not 0 < s["density"] <= 1:
-            raise ValueError(f"density must be in (0, 1], got {s['density']}; "
-                             "99.9% sparsity is density=0.001.")
-        out.append(s)
+        run = dict(run)
+        method, seed = run.pop("method", None), run.pop("seed", 0)
+        if method == "dgc":
+            try:
+                config = DGCConfig(momentum=momentum, **run)
+            except TypeError:
+                raise ValueError(f"unknown settings {sorted(run)} for a DGC run; it takes "
+                                 f"{[f.name for f in dataclasses.fields(DGCConfig)]}.") from None
+        elif method == "dense" and not run:
+            config = None
+        elif method == "dense":
+            raise ValueError(f"unknown settings {sorted(run)}: a dense run takes only a seed.")
+        else:
+            raise ValueError(f"train_stacked runs 'dense' and 'dgc' only, got {method!r}; "
+                             "train other methods with train_many().")
+        out.append({"method": method, "seed": seed, "config": config})
     return out
 
 
 def _column(values) -> torch.Tensor:
     """Per-run settings as an [R, 1] column, to broadcast over a run's parameters."""
     return torch.tensor(values).view(-1, 1)
-
-
-class _Batches:
-    """Every run's shard of its global batch for a step, as one ``[R, batch/world]`` index
-    tensor: :func:`~companion.data.global_batch_indices` then
-    :func:`~companion.data.shard` per run, with each epoch's permutations stacked once."""
-
-    def __init__(self, n: int, global_batch: int, seeds: list[int], rank: int, world: int):
-        self.n, self.global_batch, self.seeds = n, global_batch, seeds
-        self.per_rank = global_batch // world
-        self.offset = rank * self.per_rank
-        self.epoch, self.perms = None, None
-
-    def indices(self, step: int) -> torch.Tensor:
-        epoch, within = divmod(step, self.n // self.global_batch)
-        if epoch != self.epoch:
-            # Row r is exactly what global_batch_indices draws for seed r; shard() is the
-            # column slice below.
-            self.perms = torch.stack([
-                torch.cat([global_batch_indices(self.n, self.global_batch, epoch_step, seed)
-                           for epoch_step in range(epoch * (self.n // self.global_batch),
-                                                   (epoch + 1) * (self.n // self.global_batch))])
-                for seed in self.seeds])
-            self.epoch = epoch
-        start = within * self.global_batch + self.offset
-        return self.perms[:, start:start + self.per_rank]
 
 
 class _Stack:
@@ -116,9 +94,10 @@ class _StackedDGC:
     def __init__(self, settings: list[dict], sizes: list[int], momentum: float):
         self.settings, self.sizes, self.momentum = settings, sizes, momentum
         # 0/1 float columns: multiplying by them is exact and far cheaper than where().
-        self.correct = _column([float(s["momentum_correction"]) for s in settings])
-        self.mask = _column([float(s["factor_masking"]) for s in settings])
-        self.clip = _column([s["clip_norm"] or math.inf for s in settings])
+        configs = [s["config"] for s in settings]
+        self.correct = _column([float(c.momentum_correction) for c in configs])
+        self.mask = _column([float(c.factor_masking) for c in configs])
+        self.clip = _column([c.clip_norm or math.inf for c in configs])
         self.u = torch.zeros(len(settings), sum(sizes))
         self.v = torch.zeros_like(self.u)
         self._cache = {}
@@ -151,7 +130,7 @@ class _StackedDGC:
         corrected = self.u.mul_(self.momentum).add_(g)
         self.v += corrected
         self.u = corrected.mul_(self.correct)
-        densities = tuple(density_schedule(step, s["density"], s["warmup_steps"])
+        densities = tuple(density_schedule(step, s["config"].density, s["config"].warmup_steps)
                           for s in self.settings)
         payload = []
         for layer, (u, v) in enumerate(zip(self.u.split(self.sizes, 1),
@@ -229,7 +208,7 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
     if steps < 1 or eval_every < 1:
         raise ValueError(f"steps and eval_every must be >= 1, got {steps} and {eval_every}.")
     (x_train, y_train), (x_test, y_test) = data or split_digits()
-    given = _settings(runs)
+    given = _settings(runs, momentum)
     # Dense runs first, so each group is a slice (a view) of the stacked tensors.
     order = sorted(range(len(given)), key=lambda i: given[i]["method"] != "dense")
     settings = [given[i] for i in order]
@@ -238,16 +217,16 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
     n_params = sum(stack.sizes)
     dgc = _StackedDGC(settings[n_dense:], stack.sizes, momentum)
     # Momentum-corrected runs already send velocity, so their optimizer has none.
-    opt_momentum = _column([0.0 if s["method"] == "dgc" and s["momentum_correction"]
+    opt_momentum = _column([0.0 if s["config"] and s["config"].momentum_correction
                             else momentum for s in settings])
     buffer = torch.zeros(len(settings), n_params)
-    batches = _Batches(len(y_train), global_batch, [s["seed"] for s in settings], rank, world)
-    warmups = [s["warmup_steps"] for s in settings]
+    warmups = [s["config"].warmup_steps if s["config"] else 0 for s in settings]
     dense_sent = torch.full((n_dense,), 4 * n_params)
     losses_log, sent_log, evals = [], [], []
     start = time.process_time()
     for step in range(steps):
-        idx = batches.indices(step)
+        idx = torch.stack([shard(global_batch_indices(len(y_train), global_batch, step, s["seed"]),
+                                 rank, world) for s in settings])
         losses = F.cross_entropy(stack.forward(x_train[idx]).flatten(0, 1), y_train[idx].view(-1),
                                  reduction="none").view(idx.shape).mean(1)
         # Runs share no weights, so the gradient of the sum is each run's own gradient.
