@@ -38,6 +38,7 @@ from .experiments import experiment
 from .latency import DelayedComm
 from .models import TinyMLP
 from .runtime import rank, world_size
+from .schedules import lr_at
 
 __all__ = ["ALGORITHMS", "dga_update", "stale_update", "run_worker", "simulate",
            "digits_split", "mlp_problem", "side_by_side", "quadratic_grad_fn", "train",
@@ -61,20 +62,6 @@ def dga_update(g_now: torch.Tensor, g_then: torch.Tensor, avg_then: torch.Tensor
 def stale_update(g_now, g_then, avg_then):
     """Plain stale averaging: apply the average from D steps ago as it is."""
     return avg_then
-
-
-def lr_at(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
-    """Learning rate of ``step``: constant, or cosine-decayed to zero over ``steps``.
-
-    A decay matters here: DGA's corrected step adds two local (16-sample) gradients to
-    the average, so it is noisier than synchronous SGD; a decaying rate averages that
-    noise out, as any real training run would.
-    """
-    if schedule == "constant":
-        return lr
-    if schedule == "cosine":
-        return 0.5 * lr * (1 + math.cos(math.pi * step / steps))
-    raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}.")
 
 
 def _check(algorithm, steps, lr, delay, local_steps):

@@ -14,6 +14,7 @@ import companion
 from companion import dga, launch
 from companion.data import digits_batch
 from companion.models import TinyMLP
+from companion.schedules import lr_at
 
 from companion.data import load_digits
 
@@ -61,7 +62,7 @@ def _full_batch_reference(steps, lr, schedule, seed=0, batch_size=64):
         F.cross_entropy(model(x), y).backward()
         with torch.no_grad():
             for p in model.parameters():
-                p.add_(p.grad, alpha=-dga.lr_at(lr, i, steps, schedule))
+                p.add_(p.grad, alpha=-lr_at(lr, i, steps, schedule))
     return parameters_to_vector(model.parameters()).detach()
 
 
@@ -190,7 +191,7 @@ def test_bad_input_names_the_fix():
     with pytest.raises(ValueError, match="local_steps"):
         dga.simulate(fns, torch.zeros(8), algorithm="fedavg", steps=3, lr=0.1, local_steps=0)
     with pytest.raises(ValueError, match="schedule"):
-        dga.lr_at(0.1, 0, 10, "linear")
+        lr_at(0.1, 0, 10, "linear")
 
 
 def test_timelines_show_communication_overlapping_compute():

@@ -20,9 +20,10 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch
 from ..experiments import experiment
+from ..schedules import lr_at
 from .sparse import ABLATION
 from .stacked import train_stacked
-from .train import BiasFreeMLP, MomentumSGD, _accuracy, lr_factor, make_compressor, split_digits
+from .train import BiasFreeMLP, MomentumSGD, _accuracy, make_compressor, split_digits
 from .wire import all_gather_payloads, payload_bytes
 
 __all__ = ["ablation_settings", "train_many", "ablation"]
@@ -87,7 +88,7 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
             offset += n
             for p, u in zip(params, comp.combine(mine, grads)):
                 p.grad = u
-            opt.lr = lr * lr_factor(step, steps, schedule) * comp.lr_scale(step)
+            opt.lr = lr_at(lr, step, steps, schedule) * comp.lr_scale(step)
             opt.step()
             if (step + 1) % eval_every == 0 or step == steps - 1:
                 out["eval_steps"].append(step + 1)

@@ -29,9 +29,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import runtime
+from ..schedules import lr_at
 from ..data import global_batch_indices, shard
 from .sparse import DGCConfig, density_schedule, lr_warmup
-from .train import BiasFreeMLP, lr_factor, split_digits
+from .train import BiasFreeMLP, split_digits
 
 __all__ = ["train_stacked"]
 
@@ -236,7 +237,7 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
         sent_log.append(torch.cat([dense_sent, *([sum(8 * ks for _, _, ks in payload)]
                                                  if payload else [])]))
         losses_log.append(losses.detach())
-        base = lr * lr_factor(step, steps, schedule)
+        base = lr_at(lr, step, steps, schedule)
         lrs = _column([-base * lr_warmup(step, w) for w in warmups])
         with torch.no_grad():
             buffer.mul_(opt_momentum).add_(total.div_(world))

@@ -10,7 +10,6 @@ and steps plain momentum SGD. Ranks return data; the notebook plots.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import torch
@@ -20,12 +19,14 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch, load_digits
 from ..experiments import experiment
+from ..schedules import lr_at
 from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
 from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
 
-__all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train", "densification", "train_torch_powersgd", "split_digits", "lr_factor", "METHODS", "TEST_SIZE"]
+__all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train",
+           "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
 
 METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold", "terngrad")
 TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
@@ -133,16 +134,6 @@ def split_digits():
     return (x[:-TEST_SIZE], y[:-TEST_SIZE]), (x[-TEST_SIZE:], y[-TEST_SIZE:])
 
 
-def lr_factor(step: int, steps: int, schedule: str = "constant") -> float:
-    """Learning-rate multiplier at ``step`` of ``steps``: "constant", or "cosine" decay
-    to zero, which lets both dense and DGC runs settle instead of ending mid-oscillation."""
-    if schedule == "constant":
-        return 1.0
-    if schedule == "cosine":
-        return 0.5 * (1.0 + math.cos(math.pi * step / steps))
-    raise ValueError(f"unknown schedule {schedule!r}; pick 'constant' or 'cosine'.")
-
-
 @torch.no_grad()
 def _accuracy(model, x, y) -> float:
     return (model(x).argmax(1) == y).float().mean().item()
@@ -185,7 +176,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
         update = comp.exchange(list(grads), step)
         for p, u in zip(params, update):
             p.grad = u
-        opt.lr = lr * lr_factor(step, steps, schedule) * comp.lr_scale(step)
+        opt.lr = lr_at(lr, step, steps, schedule) * comp.lr_scale(step)
         opt.step()
         out["losses"].append(loss.item())
         out["bytes"].append(comp.last_bytes)
