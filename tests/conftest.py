@@ -34,9 +34,11 @@ def _children(pid: int) -> dict[int, str]:
 
 
 def rank_processes() -> dict[int, str]:
-    """Descendants except the long-lived forkserver and resource tracker themselves."""
+    """Descendants except the long-lived forkserver, the resource tracker and a kernel a
+    module's fixture keeps open across its tests (their own children are still counted)."""
     return {pid: cmd for pid, cmd in _children(os.getpid()).items()
-            if "multiprocessing.forkserver" not in cmd and "resource_tracker" not in cmd}
+            if "multiprocessing.forkserver" not in cmd and "resource_tracker" not in cmd
+            and "ipykernel_launcher" not in cmd}
 
 
 def launch_dirs() -> set[str]:

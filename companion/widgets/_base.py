@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import functools
 import sys
+import threading
 import traceback
 
 __all__ = ["guarded", "showing", "frame_player"]
@@ -34,8 +36,9 @@ class _Recorder:
 
 
 class _Stream:
-    """sys.stdout/sys.stderr stand-in feeding a _Recorder (and, outside a kernel, the
-    original stream too, where a script or test would otherwise lose the text)."""
+    """sys.stdout/sys.stderr stand-in for a showing() block where the kernel's own streams
+    cannot be routed: records into a _Recorder and, outside a kernel, echoes to the
+    original stream, where a script or test would otherwise lose the text."""
 
     def __init__(self, recorder, name, original, echo):
         self._recorder, self._name, self._original, self._echo = recorder, name, original, echo
@@ -57,6 +60,63 @@ class _Stream:
         return getattr(self._original, name)
 
 
+# The recorder of the showing() block open in this thread or asyncio task, if any.
+_ACTIVE: contextvars.ContextVar[_Recorder | None] = contextvars.ContextVar(
+    "companion_showing", default=None)
+_ROUTE_LOCK = threading.Lock()
+
+
+def _route(obj, method: str, record) -> bool:
+    """Make ``obj.<method>(...)`` call ``record(recorder, ...)`` while a showing() block is
+    open in the calling thread or task, and the object's own method otherwise.
+
+    The kernel's own objects stay where they are, with every other method: ipykernel
+    calls ``display_pub.set_parent`` and ``sys.stdout.set_parent`` for each message it
+    dispatches, and since ipykernel 7 it may do so on a subshell's thread while a widget
+    callback is still drawing (a swapped-in publisher without ``set_parent`` made the
+    kernel report an AttributeError, issue #14). Routing by context variable also keeps
+    two callbacks running at once from capturing each other's output.
+
+    Outside a block the patch only forwards. It is checked on every call rather than
+    installed once: IPython patches ``sys.stdout.write`` the same way for the length of
+    each cell and puts back what it found, dropping a patch made while the cell ran.
+    Returns False where the object takes no attributes (a built-in stream).
+    """
+    with _ROUTE_LOCK:
+        own = getattr(obj, method)
+        if getattr(own, "_companion_routed", False):
+            return True
+
+        def routed(*args, **kwargs):
+            recorder = _ACTIVE.get()
+            if recorder is None:
+                return own(*args, **kwargs)
+            return record(recorder, *args, **kwargs)
+
+        routed._companion_routed = True
+        try:
+            setattr(obj, method, routed)
+        except (AttributeError, TypeError):
+            return False
+    return True
+
+
+def _record_stream(name):
+    def write(recorder, text):
+        recorder.stream(name, text)
+        return len(text)
+    return write
+
+
+def _route_kernel_streams() -> bool:
+    routed = True
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        routed &= _route(stream, "write", _record_stream(name))
+        routed &= _route(stream, "flush", lambda recorder: None)
+    return routed
+
+
 @contextlib.contextmanager
 def showing(output):
     """Replace what ``output`` shows with what the block prints and displays.
@@ -69,31 +129,33 @@ def showing(output):
     read: the page stops at "Executing N of M" with an idle kernel (issue #10). Here the
     kernel records the outputs itself and sets ``output.outputs``, a plain state update
     that nobody answers.
+
+    Only what this thread or task prints and displays is recorded (see :func:`_route`):
+    the kernel's streams and display publisher are never swapped out, so the kernel can
+    keep calling them, and callbacks running at once do not mix their outputs.
     """
     from IPython import get_ipython
-    from IPython.core.displaypub import DisplayPublisher
 
     recorder, shell = _Recorder(), get_ipython()
-    echo = getattr(shell, "kernel", None) is None
-    saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
-
-    class Publisher(DisplayPublisher):
-        def publish(self, data, metadata=None, *args, **kwargs):
-            recorder.display(data, metadata)
-
-        def clear_output(self, wait=False):
-            recorder.outputs.clear()
-
-    sys.stdout = _Stream(recorder, "stdout", saved[0], echo)
-    sys.stderr = _Stream(recorder, "stderr", saved[1], echo)
+    in_kernel, swapped = getattr(shell, "kernel", None) is not None, None
     if shell is not None:
-        shell.display_pub = Publisher(shell=shell)
+        _route(shell.display_pub, "publish",
+               lambda rec, data, metadata=None, *args, **kwargs: rec.display(data, metadata))
+        _route(shell.display_pub, "clear_output", lambda rec, wait=False: rec.outputs.clear())
+    if not (in_kernel and _route_kernel_streams()):
+        # No kernel (a script, a test: nothing runs callbacks concurrently, and the text
+        # should still reach the terminal), or streams replaced by built-in ones: swap
+        # the streams for the block.
+        swapped = sys.stdout, sys.stderr
+        sys.stdout = _Stream(recorder, "stdout", swapped[0], echo=not in_kernel)
+        sys.stderr = _Stream(recorder, "stderr", swapped[1], echo=not in_kernel)
+    token = _ACTIVE.set(recorder)
     try:
         yield
     finally:
-        sys.stdout, sys.stderr = saved[:2]
-        if shell is not None:
-            shell.display_pub = saved[2]
+        _ACTIVE.reset(token)
+        if swapped is not None:
+            sys.stdout, sys.stderr = swapped
         output.outputs = tuple(recorder.outputs)
 
 
