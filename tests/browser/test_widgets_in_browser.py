@@ -1,9 +1,11 @@
 """Every notebook in a real browser: JupyterLab runs all cells without an error, Voila
-renders it as a dashboard, and every widget's output changes when a control is moved.
+renders it as a dashboard, and every widget's output changes when a control is moved and
+survives rapid interaction (key presses in a row, Play, a dropdown changed twice) with no
+error on the page or in the kernel.
 
 Skipped, with the reason, where Debian's chromium or Playwright is missing (`.ci/run`
-installs chromium where it can: `apt-get install chromium`). Screenshots are written to
-artifacts/browser/.
+installs chromium where it can: `apt-get install chromium`). Screenshots and a timing
+record per notebook are written to artifacts/browser/.
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .harness import ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, errors_on_page, \
-    operate_widgets, server
+from .harness import (ARTIFACTS, CHROMIUM_ARGS, ROOT, KernelWatcher, chromium_path,
+                      connection_file, errors_on_page, operate_widgets, server)
 
 playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
 CHROMIUM = chromium_path()
@@ -25,6 +27,11 @@ pytestmark = pytest.mark.skipif(
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # not scratch copies
 RUN_TIMEOUT_S = 300  # generous: the slowest notebook takes about a minute on 2 busy cores
+# Playwright's default is 30 s per action. The page is read in snapshots (harness.py), so
+# an action that waits this long is stuck, not slow: fail soon and say which.
+ACTION_TIMEOUT_MS = 15_000
+_PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'),
+                                  e => e.innerText.trim())"""
 
 
 def _has_widgets(path: Path) -> bool:
@@ -50,26 +57,31 @@ def browser():
 
 @pytest.fixture(scope="module")
 def lab(workdir):
-    with server("lab", workdir) as (url, token):
-        yield url, token
+    with server("lab", workdir) as srv:
+        yield srv
+
+
+def _new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    return page
 
 
 def _run_all_cells(page):
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
     for _ in range(3):  # a click that lands while the kernel is still connecting is lost
         page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         started = time.monotonic() + 20
-        while time.monotonic() < started and prompts.first.inner_text().strip() == "[ ]:":
+        while time.monotonic() < started and page.evaluate(_PROMPTS_JS)[0] == "[ ]:":
             time.sleep(0.3)
-        if prompts.first.inner_text().strip() != "[ ]:":
+        if page.evaluate(_PROMPTS_JS)[0] != "[ ]:":
             break
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
-        texts = [t.strip() for t in prompts.all_inner_texts()]
+        texts = page.evaluate(_PROMPTS_JS)
         if texts and all(t[1:-2].isdigit() for t in texts):  # "[12]:" everywhere
             return
         time.sleep(0.5)
@@ -77,42 +89,59 @@ def _run_all_cells(page):
     raise AssertionError(f"cells still running after {RUN_TIMEOUT_S} s; prompts: {texts}")
 
 
-def _shutdown_kernels(url, token):
-    """Each notebook gets a fresh kernel; idle ones from earlier tests would share the cores."""
-    import urllib.request
+def _kernel_of(srv, notebook: Path) -> str:
+    sessions = [s for s in srv.api("/api/sessions") if s["path"].endswith(notebook.name)]
+    assert len(sessions) == 1, f"expected one session for {notebook.name}, got {sessions}"
+    return sessions[0]["kernel"]["id"]
 
-    headers = {"Authorization": f"token {token}"}
-    with urllib.request.urlopen(urllib.request.Request(f"{url}/api/kernels", headers=headers)) as r:
-        kernels = json.load(r)
-    for kernel in kernels:
-        urllib.request.urlopen(urllib.request.Request(f"{url}/api/kernels/{kernel['id']}",
-                                                      headers=headers, method="DELETE"))
+
+def _shutdown_kernels(srv):
+    """Each notebook gets a fresh kernel; idle ones from earlier tests would share the cores."""
+    for kernel in srv.api("/api/kernels"):
+        srv.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+
+
+def _check_widgets(records, notebook: Path, where: str):
+    assert records, f"{notebook.name} uses widgets but none rendered in {where}"
+    dead = [r["index"] for r in records if r["changed_by"] is None]
+    assert not dead, f"widgets {dead} of {notebook.name} did not respond to any control in {where}"
+    on_page = {r["index"]: r["errors"] for r in records if r["errors"]}
+    assert not on_page, f"{where}: a widget shows an error after interaction: {on_page}"
+    in_kernel = {r["index"]: r["kernel_errors"] for r in records if r["kernel_errors"]}
+    assert not in_kernel, f"{where}: the kernel reported errors while widgets were operated: {in_kernel}"
+
+
+def _save(name: str, record: dict):
+    (ARTIFACTS / f"{name}.json").write_text(json.dumps(record, indent=1))
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, browser):
-    url, token = lab
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = _new_page(browser)
+    name, times = f"lab-{notebook.stem}", {}
+    start = time.monotonic()
     try:
         # A workspace of its own, reset: no tabs restored from the previous notebook.
-        page.goto(f"{url}/lab/workspaces/{notebook.stem}/tree/{notebook.name}?reset&token={token}",
-                  timeout=60_000)
+        page.goto(f"{lab.url}/lab/workspaces/{notebook.stem}/tree/{notebook.name}"
+                  f"?reset&token={lab.token}", timeout=60_000)
         _run_all_cells(page)
+        times["run_all_s"] = round(time.monotonic() - start, 1)
         assert errors_on_page(page) == [], f"{notebook.name} shows an error in the browser"
-        page.screenshot(path=str(ARTIFACTS / f"lab-{notebook.stem}.png"))
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         if _has_widgets(notebook):
-            records = operate_widgets(page, f"lab-{notebook.stem}")
-            (ARTIFACTS / f"lab-{notebook.stem}.json").write_text(json.dumps(records, indent=1))
-            assert records, f"{notebook.name} uses widgets but none rendered"
-            dead = [r["index"] for r in records if r["changed_by"] is None]
-            assert not dead, f"widgets {dead} of {notebook.name} did not respond to any control"
-            assert not any(r["errors"] for r in records), "a widget callback showed an error"
+            with KernelWatcher(connection_file(lab, _kernel_of(lab, notebook))) as watcher:
+                records = operate_widgets(page, name, watcher)
+            times["widgets_s"] = round(time.monotonic() - start - times["run_all_s"], 1)
+            _save(name, {"times": times, "widgets": records})
+            _check_widgets(records, notebook, "JupyterLab")
+        else:
+            _save(name, {"times": times})
     except Exception:
-        page.screenshot(path=str(ARTIFACTS / f"FAILED-lab-{notebook.stem}.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
         raise
     finally:
         page.close()
-        _shutdown_kernels(url, token)
+        _shutdown_kernels(lab)
 
 
 # Issue #10 (a page stuck at "Executing N of M") came from widgets drawing with
@@ -120,19 +149,25 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
 @pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if _has_widgets(nb)],
                          ids=lambda p: p.stem)
 def test_notebook_presents_in_voila(notebook, workdir, browser):
-    with server("voila", workdir, notebook.name) as (url, token):
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    name, times = f"voila-{notebook.stem}", {}
+    start = time.monotonic()
+    with server("voila", workdir, notebook.name) as srv:
+        page = _new_page(browser)
         try:
-            page.goto(f"{url}/?token={token}", timeout=RUN_TIMEOUT_S * 1000)
+            page.goto(f"{srv.url}/?token={srv.token}", timeout=RUN_TIMEOUT_S * 1000)
             page.wait_for_selector(".jupyter-widgets", timeout=60_000)
+            times["render_s"] = round(time.monotonic() - start, 1)
             assert errors_on_page(page) == [], f"{notebook.name} shows an error in Voila"
             assert page.locator(".jp-InputArea-editor, .CodeMirror, .cm-editor").count() == 0, \
                 "Voila should hide the code"
-            page.screenshot(path=str(ARTIFACTS / f"voila-{notebook.stem}.png"))
-            records = operate_widgets(page, f"voila-{notebook.stem}")
-            assert records and all(r["changed_by"] for r in records)
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+            with KernelWatcher(connection_file(srv)) as watcher:
+                records = operate_widgets(page, name, watcher)
+            times["widgets_s"] = round(time.monotonic() - start - times["render_s"], 1)
+            _save(name, {"times": times, "widgets": records})
+            _check_widgets(records, notebook, "Voila")
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / f"FAILED-voila-{notebook.stem}.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
             raise
         finally:
             page.close()
