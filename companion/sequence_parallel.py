@@ -30,6 +30,7 @@ import torch.distributed as dist
 from . import comm_log
 from .experiments import experiment
 from .models import attention
+from .validation import one_of, positive_int
 
 __all__ = ["SequenceParallelBlock", "benchmark_layer", "AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
            "ring_attention", "hybrid_groups", "hybrid_attention", "p2p_all_to_all"]
@@ -196,8 +197,9 @@ def hybrid_groups(ulysses_size: int):
     """(ulysses group, ring group) of this rank for ``ulysses_size`` ranks per Ulysses
     group: ranks ``[g*U, (g+1)*U)`` form Ulysses group g; ranks with the same position
     u in their Ulysses group form ring u. Every rank must call this (collectively)."""
+    positive_int("ulysses_size", ulysses_size, "pass the ranks per Ulysses group, e.g. 2.")
     n = dist.get_world_size()
-    if ulysses_size < 1 or n % ulysses_size:
+    if n % ulysses_size:
         raise ValueError(f"ulysses_size={ulysses_size} must divide the world size {n}.")
     rings = n // ulysses_size
     me = dist.get_rank()
@@ -352,6 +354,10 @@ def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int
     from .models import Block
     from .tensor_parallel import ParallelBlock
 
+    one_of("method", method, ("single", "tp", "tp_sp", "ulysses", "ring"))
+    for name, value in (("steps", steps), ("batch", batch), ("seq", seq), ("d_model", d_model),
+                        ("heads", heads)):
+        positive_int(name, value, f"pass a whole number such as {name}=8.")
     rank, size = _rank_size(None)
     if seq % size:
         raise ValueError(f"seq={seq} is not divisible by {size} ranks; use a multiple of {size}.")

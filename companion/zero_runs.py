@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from .validation import one_of, positive_int, positive_number
 from .zero import ShardedOptimizer
 
 
@@ -135,6 +136,12 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
     from .data import CharCorpus, shard
     from .memory import held_bytes
 
+    one_of("strategy", strategy, STRATEGIES)
+    one_of("optimizer", optimizer, ("adamw", "sgd"))
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("seq_len", seq_len),
+                        ("d_model", d_model), ("n_layers", n_layers)):
+        positive_int(name, value, f"pass a whole number >= 1 for {name}.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.01.")
     if isinstance(compute_dtype, str):
         compute_dtype = getattr(torch, compute_dtype)
     if isinstance(dtype, str):

@@ -14,6 +14,7 @@ from .all_reduce import ALL_REDUCE_ALGORITHMS
 from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
                          scatter)
 from .traffic import traffic
+from ..validation import one_of, positive_int
 
 __all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep",
            "exercise_input"]
@@ -21,6 +22,7 @@ __all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traff
 
 def rank_values(numel: int = 4) -> torch.Tensor:
     """Rank r's demo tensor ``[10r+1, 10r+2, ...]``: sums stay readable and exact."""
+    positive_int("numel", numel, "pass the number of elements, e.g. numel=4.")
     return torch.arange(1, numel + 1, dtype=torch.float32) + 10 * dist.get_rank()
 
 
@@ -75,6 +77,8 @@ def record(*names: str, numel: int = 8):
     Names are all-reduce algorithms, or "reduce_scatter" then "all_gather" (the second
     gathers the chunks the first produced), so notebook 01 can replay any of them.
     """
+    for name in names:
+        one_of("names", name, [*ALL_REDUCE_ALGORITHMS, "reduce_scatter", "all_gather"])
     x = rank_values(numel)
     n = dist.get_world_size()
     with traffic() as t:
@@ -93,6 +97,7 @@ def record(*names: str, numel: int = 8):
 @experiment("collectives_traffic_sweep")
 def traffic_sweep(numel: int = 4096) -> dict:
     """Per algorithm, this rank's traffic summary for one all-reduce of ``numel`` floats."""
+    positive_int("numel", numel, "pass the number of elements, e.g. numel=4096.")
     x = torch.ones(numel)
     out = {}
     for name, fn in ALL_REDUCE_ALGORITHMS.items():

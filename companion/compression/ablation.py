@@ -23,7 +23,7 @@ from ..experiments import experiment
 from ..schedules import lr_at
 from .sparse import ABLATION
 from .stacked import train_stacked
-from .train import BiasFreeMLP, MomentumSGD, _accuracy, make_compressor, split_digits
+from .train import BiasFreeMLP, MomentumSGD, _accuracy, check_run, make_compressor, split_digits
 from .wire import all_gather_payloads, payload_bytes
 
 __all__ = ["ablation_settings", "train_many", "ablation"]
@@ -48,6 +48,7 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
                schedule: str = "constant", data=None) -> list[dict]:
     """Train one model per entry of ``runs`` (each: ``seed`` plus :func:`train`'s
     compressor settings; any method but PowerSGD), one shared all-gather per step."""
+    check_run(steps, lr, global_batch, hidden, eval_every)
     world, rank = runtime.world_size(), runtime.rank()
     if global_batch % world:
         raise ValueError(f"global_batch={global_batch} must be a multiple of the world size {world}.")

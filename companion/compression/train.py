@@ -24,6 +24,7 @@ from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
 from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
+from ..validation import positive_int, positive_number
 
 __all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train",
            "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
@@ -126,6 +127,14 @@ def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, se
     raise ValueError(f"unknown method {method!r}; pick one of {', '.join(METHODS)}.")
 
 
+def check_run(steps, lr, global_batch, hidden, eval_every) -> None:
+    """The training sizes every entry point shares, checked before any rank computes."""
+    for name, value in (("steps", steps), ("global_batch", global_batch), ("hidden", hidden),
+                        ("eval_every", eval_every)):
+        positive_int(name, value, f"pass a whole number such as {name}=64.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.1.")
+
+
 def split_digits():
     """``((x_train, y_train), (x_test, y_test))``. Load it once in the notebook and pass it
     as ``data=`` to every launch: a rank that calls ``load_digits`` itself imports
@@ -156,6 +165,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     Returns local losses, test accuracy every ``eval_every`` steps, this rank's payload
     bytes per step and the density of the summed update per step.
     """
+    check_run(steps, lr, global_batch, hidden, eval_every)
     world, rank = runtime.world_size(), runtime.rank()
     if global_batch % world:
         raise ValueError(f"global_batch={global_batch} must be a multiple of the world size "
@@ -212,6 +222,8 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
     import torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook as ps
     from torch.nn.parallel import DistributedDataParallel
 
+    check_run(steps, lr, global_batch, hidden, eval_every)
+    positive_int("powersgd_rank", powersgd_rank, "pass the low-rank size, e.g. 2.")
     world, rank = runtime.world_size(), runtime.rank()
     (x_train, y_train), (x_test, y_test) = data or split_digits()
     model = BiasFreeMLP(hidden=hidden, seed=seed)

@@ -43,6 +43,7 @@ from ..experiments import experiment
 from ..models import TinyMLP
 from .schedules import Op, Schedule, make_schedule
 from .simulate import Event, Timeline
+from ..validation import one_of
 
 __all__ = ["split_stages", "run_pipeline", "reference_step", "timeline_from_results",
            "microbatches_of"]
@@ -300,7 +301,7 @@ def _reference(stages, microbatches, chunks, batch_size, depth, hidden, lr, step
 
 def timeline_from_results(results: list, unit: str = "ms") -> Timeline:
     """A :class:`Timeline` from the ranks' recorded events (time from the first op's start)."""
-    scale = {"ms": 1e3, "s": 1.0}[unit]
+    scale = {"ms": 1e3, "s": 1.0}[one_of("unit", unit, ("ms", "s"))]
     t0 = min(e[3] for r in results for e in r["events"])
     events = [Event(r["rank"], Op(k, mb, c), (a - t0) * scale, (b - t0) * scale)
               for r in results for (k, mb, c, a, b, _) in r["events"]]

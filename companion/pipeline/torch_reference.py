@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..models import TinyMLP
 from .executor import _sgd_step, microbatches_of, split_stages
+from ..validation import one_of
 
 __all__ = ["run_torch_pipelining"]
 
@@ -28,9 +29,8 @@ def run_torch_pipelining(*, schedule: str = "gpipe", microbatches: int = 4,
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     classes = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-    if schedule not in classes:
-        raise ValueError(f"torch.distributed.pipelining is compared for {sorted(classes)}, "
-                         f"not {schedule!r}.")
+    one_of("schedule", schedule, classes,
+           "torch.distributed.pipelining is compared for these two only.")
     p, s = runtime.world_size(), runtime.rank()
     xs, ys = microbatches_of(batch_size, microbatches, batch=batch)
     piece = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p)[s]

@@ -15,6 +15,7 @@ from .. import comm_log
 from ..experiments import experiment
 from .layers import (ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
                      allreduce_sequence_parallel_grads, group_rank_size, shard_like)
+from ..validation import callable_arg, one_of, positive_int
 
 __all__ = ["compare_with_reference", "dtensor_mlp_compare", "call_many", "run_mlp",
            "activation_bytes"]
@@ -41,6 +42,13 @@ def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
     return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
 
 
+def _check(dtype, **sizes) -> None:
+    # Before group_rank_size(): the same message in the notebook and in every rank.
+    one_of("dtype", dtype, ("float64", "float32", "bfloat16", "float16"))
+    for name, value in sizes.items():
+        positive_int(name, value, f"pass a whole number such as {name}=16.")
+
+
 def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
     if kind == "mlp":
         return ParallelMLP(ref, group, sequence_parallel, mistake=mistake, regather=regather)
@@ -62,6 +70,8 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
     Returns the largest differences (outputs, input gradient, weight gradients,
     post-step weights) and the collectives issued, per phase.
     """
+    one_of("kind", kind, ("mlp", "attention", "block"))
+    _check(dtype, batch=batch, seq=seq, d_model=d_model, n_heads=n_heads, d_ff=d_ff)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     if sequence_parallel:
@@ -111,6 +121,7 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
 
+    _check("float64", d_model=d_model, d_ff=d_ff, batch=batch, seq=seq)
     rank, size = group_rank_size()
     ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
     ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel)
@@ -141,6 +152,8 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
 def call_many(calls) -> list:
     """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
     table of experiments (notebooks 05 and 06), instead of one launch per row."""
+    for fn, _ in calls:
+        callable_arg("calls", fn, "pass a list of (function, kwargs) pairs.")
     return [fn(**kwargs) for fn, kwargs in calls]
 
 
@@ -173,6 +186,8 @@ def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: i
     (SP as in the paper: only input shards are kept)."""
     from ..models import Block
 
+    one_of("mode", mode, ("single", "tp", "tp_sp", "tp_sp_regather"))
+    _check(dtype, batch=batch, seq=seq, d_model=d_model, n_heads=n_heads)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     with torch.random.fork_rng():

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from .. import comm_log
 from ..models import attention
+from ..validation import positive_int
 
 __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
            "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",
@@ -44,6 +45,11 @@ def group_rank_size(group=None) -> tuple[int, int]:
     if not dist.is_initialized():
         return 0, 1
     return dist.get_rank(group), dist.get_world_size(group)
+
+
+def _require_linear(full) -> None:
+    if not isinstance(full, nn.Linear):
+        raise TypeError(f"full must be the torch.nn.Linear to split, got {type(full).__name__}.")
 
 
 def _require_divisible(n: int, parts: int, what: str) -> None:
@@ -183,6 +189,8 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, group=None, chunks: int = 1,
                  sequence_parallel: bool = False, enter=None, regather: bool = False):
         super().__init__()
+        _require_linear(full)
+        positive_int("chunks", chunks, "pass 1, or 3 for a fused Q/K/V weight.")
         self.regather = sequence_parallel and regather
         rank, size = group_rank_size(group)
         _require_divisible(full.out_features // chunks, size, "output features")
@@ -206,6 +214,7 @@ class RowParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, group=None, sequence_parallel: bool = False,
                  leave=None):
         super().__init__()
+        _require_linear(full)
         rank, size = group_rank_size(group)
         _require_divisible(full.in_features, size, "input features")
         self.group, self.size = group, size
