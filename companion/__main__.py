@@ -23,7 +23,7 @@ import torch.distributed as dist
 from . import experiments, runtime
 from .backends import validate_launch
 from .launcher import choose_backend, launch
-from .validation import accepts, positive_int, positive_number
+from .validation import accepts, positive_int, positive_number, run_preflight
 
 
 def _option(check):
@@ -128,8 +128,14 @@ def main(argv=None) -> int:
             raise ValueError(str(exc.code)) from None
         accepts(f"experiment {args.name!r}", exp.fn, (), settings,
                 "pass only its parameters with --set.")
-        if not under_torchrun():
+        if under_torchrun():
+            world = int(os.environ["WORLD_SIZE"])
+        else:
             validate_launch(args.world_size, args.timeout, args.backend)
+            world = args.world_size
+        # In this process, before torchrun's ranks meet or launch() forks: a bad --set
+        # value is a usage error (exit code 2), not one traceback per rank.
+        run_preflight(exp.fn, (), settings, world)
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
     if under_torchrun():

@@ -15,8 +15,8 @@ import inspect
 import math
 import numbers
 
-__all__ = ["positive_int", "nonnegative_int", "positive_number", "fraction", "one_of",
-           "divides", "callable_arg", "accepts"]
+__all__ = ["positive_int", "nonnegative_int", "positive_number", "fraction", "in_range", "one_of",
+           "divides", "callable_arg", "accepts", "preflight", "run_preflight"]
 
 
 def _tail(fix: str) -> str:
@@ -65,6 +65,14 @@ def fraction(name: str, value, fix: str = "") -> float:
     return float(value)
 
 
+def in_range(name: str, value, low: float, high: float, fix: str = "") -> float:
+    """``value`` as a float in [``low``, ``high``] (a latitude, a probability)."""
+    _require_number(name, value, f"a number in [{low}, {high}]", fix)
+    if not low <= value <= high:  # False for NaN too
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}{_tail(fix)}")
+    return float(value)
+
+
 def one_of(name: str, value, options, fix: str = ""):
     """``value`` if it is one of ``options`` (a name: a schedule, a method, a backend)."""
     options = list(options)
@@ -106,3 +114,41 @@ def accepts(name: str, fn, args=(), kwargs=None, fix: str = "") -> None:
         label = getattr(fn, "__name__", repr(fn))
         raise TypeError(f"{name} ({label}) cannot be called with these arguments: {exc}"
                         f"{_tail(fix or f'its parameters are {signature}')}") from None
+
+
+_PREFLIGHT = "__companion_preflight__"
+
+
+def preflight(check):
+    """Decorator: attach ``check`` to a rank function, to run in the parent before any rank starts.
+
+    :func:`companion.launch` and ``python -m companion run`` call :func:`run_preflight`
+    after checking the launch itself, so ``launch(train, steps=0)`` raises in the notebook
+    instead of in every rank. ``check`` takes some of the rank function's parameters by
+    name (defaults filled in) and, if it declares one, ``world_size``; the rank function
+    calls the same ``check`` at its top, so a direct call is refused the same way and the
+    checks are written once.
+    """
+    callable_arg("check", check)
+
+    def attach(fn):
+        setattr(fn, _PREFLIGHT, check)
+        return fn
+
+    return attach
+
+
+def run_preflight(fn, args=(), kwargs=None, world_size=None) -> None:
+    """Run the check :func:`preflight` attached to ``fn`` on these arguments (if any)."""
+    check = getattr(fn, _PREFLIGHT, None)
+    if check is None:
+        return
+    bound = inspect.signature(fn).bind(*args, **(kwargs or {}))  # accepts() ran first
+    bound.apply_defaults()
+    values = dict(bound.arguments)  # *args as a tuple and **options as a dict, by their names
+    if world_size is not None:
+        values["world_size"] = world_size
+    wanted = inspect.signature(check).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in wanted.values()):
+        values = {k: v for k, v in values.items() if k in wanted}
+    check(**values)
