@@ -13,7 +13,7 @@ import torch.distributed as dist
 
 from . import runtime
 from .experiments import experiment
-from .validation import positive_int
+from .validation import positive_int, preflight
 
 
 def _whoami_table(results) -> str:
@@ -55,12 +55,18 @@ def first_all_reduce() -> dict:
     return {"rank": runtime.rank(), "before": before, "after": x.item()}
 
 
+def _check_n(n) -> None:
+    positive_int("n", n, "pass the number of elements, e.g. n=4.")
+
+
+@preflight(_check_n)
 def local_values(n: int = 4) -> torch.Tensor:
     """The tensor rank r holds in notebook 00's exercise: ``(r + 1) * [0, 1, ..., n-1]``."""
-    positive_int("n", n, "pass the number of elements, e.g. n=4.")
+    _check_n(n)
     return (runtime.rank() + 1.0) * torch.arange(float(n), device=runtime.device())
 
 
+@preflight(_check_n)
 def average_across_ranks_reference(n: int = 4) -> torch.Tensor:
     """Notebook 00 exercise, reference: every rank ends with the mean of all ranks' values.
 

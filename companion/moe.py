@@ -26,7 +26,7 @@ from . import comm_log
 from .experiments import experiment
 from .models import MLP
 from .sequence_parallel import AllToAll
-from .validation import one_of, positive_int, positive_number
+from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["route", "dispatch", "MoE", "ExpertParallelMoE", "compare_moe"]
 
@@ -142,10 +142,23 @@ def _max_diff(a, b) -> float:
     return (a.detach().double() - b.detach().double()).abs().max().item()
 
 
+def _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dtype,
+                   world_size=1) -> None:
+    one_of("dtype", dtype, ("float64", "float32"))
+    positive_int("tokens", tokens, "pass the tokens per rank, e.g. tokens=16.")
+    MoE(d_model, d_ff, n_experts, top_k, capacity_factor)  # its constructor checks the sizes
+    if not top_k <= n_experts:
+        raise ValueError(f"top_k={top_k} must be between 1 and the number of experts ({n_experts}).")
+    if n_experts % world_size:
+        raise ValueError(f"n_experts={n_experts} is not divisible by {world_size} ranks; "
+                         f"use a multiple of {world_size} experts.")
+
+
 @experiment("moe_expert_parallel", summarize=lambda rs: (
     "max |diff| vs single-process MoE: " + ", ".join(
         f"{k} {max(r[k] for r in rs):.1e}" for k in ("out", "x_grad", "router_grad", "expert_grad"))
     + f"; dropped per rank {[r['dropped'] for r in rs]}"))
+@preflight(_check_compare)
 def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 4,
                 tokens: int = 16, d_model: int = 16, d_ff: int = 32, seed: int = 0,
                 dtype: str = "float64") -> dict:
@@ -156,10 +169,9 @@ def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 
     collectives per phase, and routing statistics."""
     import torch.distributed as dist
 
-    one_of("dtype", dtype, ("float64", "float32"))
-    positive_int("tokens", tokens, "pass the tokens per rank, e.g. tokens=16.")
+    _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dtype)
     dt = getattr(torch, dtype)
-    full = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed).to(dt)  # checks sizes
+    full = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed).to(dt)
     rank, size = dist.get_rank(), dist.get_world_size()
     ep = ExpertParallelMoE(full)
     gen = torch.Generator().manual_seed(seed + 1)
