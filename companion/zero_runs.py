@@ -122,7 +122,6 @@ def _register(fn):
     return experiment("zero_train", summarize=_summarize_train)(fn)
 
 
-@_register
 def _check_train(strategy, steps, optimizer, lr, batch_size, seq_len, d_model, n_layers,
                  world_size=1) -> None:
     one_of("strategy", strategy, STRATEGIES)
@@ -136,6 +135,7 @@ def _check_train(strategy, steps, optimizer, lr, batch_size, seq_len, d_model, n
                          f"multiple of {world_size}.")
 
 
+@_register
 @preflight(_check_train)
 def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: float = 1e-2,
           batch_size: int = 8, seq_len: int = 16, d_model: int = 32, n_layers: int = 2,
