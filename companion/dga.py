@@ -146,7 +146,8 @@ def simulate(grad_fns: list, w0: torch.Tensor, *, algorithm: str, steps: int, lr
     """
     _check(algorithm, steps, lr, delay, local_steps, update_rule, schedule)
     for r, fn in enumerate(grad_fns):
-        callable_arg(f"grad_fns[{r}]", fn, "pass one function (w, step) -> (gradient, loss) per worker.")
+        callable_arg(f"grad_fns[{r}]", fn,
+                     "pass one function (w, step) -> (gradient, loss) per worker.")
     n = len(grad_fns)
     ws = [w0.clone() for _ in range(n)]
     gs_hist, avg_hist = [], []
@@ -190,6 +191,8 @@ def digits_split(data=None):
 def mlp_problem(rank_: int, world_size_: int, *, batch_size: int = 64, seed: int = 0,
                 hidden: int = 128, data=None):
     """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches."""
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
     train_data, (x_test, y_test) = digits_split(data)
     model = TinyMLP(hidden=hidden, seed=seed)
     params = list(model.parameters())

@@ -37,7 +37,7 @@ def experiment(name: str, summarize: Callable[[list], str] | None = None):
     """Decorator: register ``fn`` (a rank function) under ``name``."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"experiment name must be a non-empty string, got {name!r} "
-                        f"({type(name).__name__}); it is what `python -m companion run NAME` takes.")
+                        f"({type(name).__name__}); `python -m companion run NAME` takes it.")
     if summarize is not None and not callable(summarize):
         raise TypeError(f"summarize must be a function of the per-rank results list, got "
                         f"{summarize!r} ({type(summarize).__name__}).")

@@ -86,6 +86,8 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()
+        positive_int("d_model", d_model, "pass the model width, e.g. d_model=16.")
+        positive_int("d_ff", d_ff, "pass the feed-forward width, e.g. d_ff=64.")
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
 

@@ -148,7 +148,8 @@ def _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dty
     positive_int("tokens", tokens, "pass the tokens per rank, e.g. tokens=16.")
     MoE(d_model, d_ff, n_experts, top_k, capacity_factor)  # its constructor checks the sizes
     if not top_k <= n_experts:
-        raise ValueError(f"top_k={top_k} must be between 1 and the number of experts ({n_experts}).")
+        raise ValueError(f"top_k={top_k} must be between 1 and the number of experts "
+                         f"({n_experts}).")
     if n_experts % world_size:
         raise ValueError(f"n_experts={n_experts} is not divisible by {world_size} ranks; "
                          f"use a multiple of {world_size} experts.")

@@ -39,13 +39,16 @@ def _flat_grad(model) -> torch.Tensor:
     return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
 
 
-def _check(steps, batch_size, lr, hidden, algorithm="ring") -> None:
+def _check(steps, batch_size, lr, hidden, algorithm="ring", world_size=1) -> None:
     # Before the first collective, so a launched run fails on every rank the same way.
     positive_int("steps", steps, "pass the number of SGD steps, e.g. steps=20.")
     positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=48.")
     positive_number("lr", lr, "pass a learning rate such as lr=0.5.")
     positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=64.")
     one_of("algorithm", algorithm, ALL_REDUCE_ALGORITHMS, "choose one of these, e.g. 'ring'.")
+    if batch_size % world_size:
+        raise ValueError(f"batch_size={batch_size} does not split over {world_size} ranks; "
+                         f"use a multiple of {world_size}.")
 
 
 def _check_server(steps, batch_size, lr, hidden, world_size) -> None:
@@ -145,7 +148,7 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
 def all_reduce_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                      hidden: int = 64, algorithm: str = "ring", data=None) -> dict:
     """Every rank a replica and a slice of the batch; gradients averaged by ``algorithm``."""
-    _check(steps, batch_size, lr, hidden, algorithm)
+    _check(steps, batch_size, lr, hidden, algorithm, runtime.world_size())
     n, r = dist.get_world_size(), dist.get_rank()
     data = load_digits() if data is None else data
     model = TinyMLP(hidden=hidden)

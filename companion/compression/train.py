@@ -39,6 +39,8 @@ def BiasFreeMLP(hidden: int = 128, depth: int = 1, seed: int = 0) -> nn.Sequenti
     (With biases, the dense vectors would dominate a tiny model's payload at 99.9%
     sparsity; the notebook shows that effect with the lecture's models instead.)
     """
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
+    positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=1.")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         layers, width = [], 64
