@@ -242,12 +242,20 @@ def _check_seq(seq, world_size) -> None:
                          f"{world_size}.")
 
 
-def _check_attention(method, batch, heads, seq, head_dim, dtype, world_size=1) -> None:
+def _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size,
+                     world_size=1) -> None:
     one_of("method", method, ("ulysses", "ring", "hybrid"))
     one_of("dtype", dtype, ("float64", "float32", "bfloat16", "float16"))
-    for name, value in (("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)):
+    for name, value in (("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim),
+                        ("ulysses_size", ulysses_size)):
         positive_int(name, value, f"pass a whole number such as {name}=8.")
     _check_seq(seq, world_size)
+    group = {"ulysses": world_size, "hybrid": ulysses_size}.get(method)
+    if method == "hybrid" and world_size % ulysses_size:
+        raise ValueError(f"ulysses_size={ulysses_size} must divide the world size {world_size}.")
+    if group and heads % group:
+        raise ValueError(f"Ulysses needs heads divisible by the group size: {heads} heads "
+                         f"over {group} ranks; use a multiple of {group} heads.")
 
 
 @experiment("sp_attention", summarize=_attention_summary)
@@ -263,7 +271,7 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
     shard), the collectives issued per phase, the ring trace, and for Ulysses the
     token positions and heads this rank holds between the two all-to-alls."""
     rank, size = _rank_size(None)
-    _check_attention(method, batch, heads, seq, head_dim, dtype, size)
+    _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size, size)
     dt = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(seed)
     q, k, v, dout = (torch.randn(batch, heads, seq, head_dim, generator=gen, dtype=dt)
