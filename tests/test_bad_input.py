@@ -4,13 +4,21 @@
 (TypeError for a wrong type, ValueError for a value that cannot work) and a regex the
 message must match (the argument's name). ``pytest -v`` lists them one by one. Starting
 a process is patched to fail the test, and no child process may be alive afterwards.
+
+The ``launch/...`` and ``cli/...`` cases pass a bad value to a rank function through
+``launch`` or ``python -m companion run``: its ``@preflight`` check must refuse it in this
+process. The meta-tests below require a case or a ``NOT_APPLICABLE`` reason for every
+callable in every public module's ``__all__``, and a preflight check on every registered
+experiment that takes parameters.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import multiprocessing
 import multiprocessing.process
+import pkgutil
 import subprocess
 from typing import Any, Callable, NamedTuple
 
@@ -28,7 +36,7 @@ from companion import pipeline as P
 from companion import planner as PL
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
-from companion.collectives import demos
+from companion.collectives import demos, primitives
 from companion.pipeline import torch_reference
 from companion.widgets import _base as wbase
 
@@ -57,6 +65,20 @@ def rank_fn(steps: int = 1):
 def enter_process_group(**kwargs):
     with runtime.process_group(**kwargs):
         pass
+
+
+def cli_under_torchrun(argv):
+    """``python -m companion run ...`` as torchrun starts it: refused before the ranks meet."""
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "1", "TORCHELASTIC_RUN_ID": "bad-input"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        return cli(argv)
+
+
+def launch(fn, *args, **kwargs):
+    return companion.launch(fn, *args, **kwargs)
 
 
 LINEAR = nn.Linear(8, 6)  # 6 output features: not divisible by 4 ranks
@@ -96,6 +118,8 @@ CASES = [
     Case("check/timeout-nan", exercises.check, (rank_fn, rank_fn), {"timeout": NAN}, ValueError, "timeout"),
     Case("check/rtol-negative", exercises.check, (rank_fn, rank_fn), {"rtol": -1.0}, ValueError, "rtol"),
     Case("compare_results/atol-nan", exercises.compare_results, (1.0, 1.0), {"atol": NAN}, ValueError, "atol"),
+    Case("experiment/name-not-str", experiments.experiment, (3,), {}, TypeError, "name"),
+    Case("experiment/summarize-not-callable", experiments.experiment, ("x",), {"summarize": "table"}, TypeError, "summarize"),
     Case("experiments.get/unknown", experiments.get, ("no_such_experiment",), {}, ValueError, "no_such_experiment"),
     Case("launch_overhead/world_sizes-zero", basics.launch_overhead, ((0,),), {}, ValueError, "world_size"),
     Case("launch_overhead/repeats-zero", basics.launch_overhead, (), {"repeats": 0}, ValueError, "repeats"),
@@ -110,6 +134,22 @@ CASES = [
     Case("record/unknown-name", demos.record, ("ringg",), {}, ValueError, "ringg"),
     Case("rank_values/numel-zero", demos.rank_values, (0,), {}, ValueError, "numel"),
     Case("traffic_sweep/numel-nan", demos.traffic_sweep, (NAN,), {}, ValueError, "numel"),
+    Case("broadcast/src-outside", C.broadcast, (TENSOR,), {"src": 5}, ValueError, r"\bsrc\b"),
+    Case("broadcast/src-str", C.broadcast, (TENSOR,), {"src": "0"}, TypeError, r"\bsrc\b"),
+    Case("broadcast/not-tensor", C.broadcast, ([1.0, 2.0],), {}, TypeError, "tensor"),
+    Case("scatter/src-negative", C.scatter, (TENSOR,), {"src": -1}, ValueError, r"\bsrc\b"),
+    Case("gather/dst-fraction", C.gather, (TENSOR,), {"dst": 0.5}, ValueError, r"\bdst\b"),
+    Case("reduce/dst-outside", C.reduce, (TENSOR,), {"dst": 1}, ValueError, r"\bdst\b"),
+    Case("reduce/not-tensor", C.reduce, (3.0,), {}, TypeError, "tensor"),
+    Case("reduce_scatter/not-tensor", C.reduce_scatter, ([1.0],), {}, TypeError, "tensor"),
+    Case("all_gather/not-tensor", C.all_gather, ([1.0],), {}, TypeError, "tensor"),
+    Case("all_to_all/not-tensor", C.all_to_all, ([1.0, 2.0],), {}, TypeError, r"inputs\[0\]"),
+    Case("ring_all_reduce/not-tensor", C.ring_all_reduce, ([1.0],), {}, TypeError, "tensor"),
+    Case("naive_all_reduce/not-tensor", C.naive_all_reduce, ([1.0],), {}, TypeError, "tensor"),
+    Case("parameter_server_all_reduce/op", C.parameter_server_all_reduce, (TENSOR,), {"op": "max"}, ValueError, r"\bop\b"),
+    Case("recursive_halving_doubling_all_reduce/not-tensor", C.recursive_halving_doubling_all_reduce, ((1.0,),), {}, TypeError, "tensor"),
+    Case("reduce_scatter_all_gather_all_reduce/op", C.reduce_scatter_all_gather_all_reduce, (TENSOR,), {"op": "prod"}, ValueError, r"\bop\b"),
+    Case("check_op/op", primitives.check_op, ("max", TENSOR), {}, ValueError, r"\bop\b"),
     Case("replay/nothing", C.replay, ([],), {}, ValueError, "replay"),
     # --- parameter server vs all-reduce (notebook 02), cost model ---------------------
     Case("parameter_server_train/steps-zero", param_server.parameter_server_train, (), {"steps": 0}, ValueError, "steps"),
@@ -154,6 +194,12 @@ CASES = [
     Case("make_schedule/stages-zero", P.make_schedule, ("gpipe", 0, 8), {}, ValueError, "stages"),
     Case("make_schedule/microbatches-fraction", P.make_schedule, ("gpipe", 4, 2.5), {}, ValueError, "microbatches"),
     Case("make_schedule/stages-bool", P.make_schedule, ("gpipe", True, 4), {}, TypeError, "stages"),
+    Case("check_sizes/chunks-zero", P.schedules.check_sizes, (4, 8, 0), {}, ValueError, "chunks"),
+    Case("naive/stages-zero", P.naive, (0, 4), {}, ValueError, "stages"),
+    Case("gpipe/microbatches-zero", P.gpipe, (4, 0), {}, ValueError, "microbatches"),
+    Case("one_f_one_b/stages-fraction", P.one_f_one_b, (2.5, 4), {}, ValueError, "stages"),
+    Case("zb_h1/stages-zero", P.zb_h1, (0, 4), {}, ValueError, "stages"),
+    Case("OpCosts/F-negative", P.OpCosts, (), {"F": -1.0}, ValueError, r"\bF\b"),
     Case("interleaved_1f1b/not-divisible", P.interleaved_1f1b, (4, 6), {"chunks": 2}, ValueError, "microbatches"),
     Case("simulate/cost-negative", P.simulate, ("gpipe", 4, 8), {"F": -1.0}, ValueError, r"\bF\b"),
     Case("simulate/cost-nan", P.simulate, ("gpipe", 4, 8), {"B": NAN}, ValueError, r"\bB\b"),
@@ -175,6 +221,10 @@ CASES = [
     Case("ColumnParallelLinear/not-linear", TP.ColumnParallelLinear, ("fc",), {}, TypeError, "full"),
     Case("RowParallelLinear/not-linear", TP.RowParallelLinear, (nn.Conv1d(2, 2, 1),), {}, TypeError, "full"),
     Case("ParallelMLP/mistake", TP.ParallelMLP, (models.MLP(8, 16),), {"mistake": "typo"}, ValueError, "mistake"),
+    Case("call_many/bare-non-callable", TP.call_many, ([3],), {}, TypeError, r"calls\[0\]"),
+    Case("call_many/fn-not-callable", TP.call_many, ([("run_mlp", {})],), {}, TypeError, "calls"),
+    Case("call_many/kwargs-not-dict", TP.call_many, ([(TP.run_mlp, 64)],), {}, TypeError, "kwargs"),
+    Case("call_many/row-bad-value", TP.call_many, ([(TP.compare_with_reference, {"kind": "conv"})],), {}, ValueError, "kind"),
     Case("compare_with_reference/kind", TP.compare_with_reference, (), {"kind": "conv"}, ValueError, "kind"),
     Case("compare_with_reference/dtype", TP.compare_with_reference, (), {"dtype": "float8"}, ValueError, "dtype"),
     Case("compare_with_reference/seq-zero", TP.compare_with_reference, (), {"seq": 0}, ValueError, "seq"),
@@ -191,6 +241,10 @@ CASES = [
     Case("compare_moe/top_k-zero", moe.compare_moe, (), {"top_k": 0}, ValueError, "top_k"),
     Case("compare_moe/dtype", moe.compare_moe, (), {"dtype": "float8"}, ValueError, "dtype"),
     Case("TinyTransformer/heads-not-dividing", models.TinyTransformer, (), {"d_model": 10, "n_heads": 4}, ValueError, "n_heads"),
+    Case("Block/heads-not-dividing", models.Block, (8, 3, 16), {}, ValueError, "n_heads"),
+    Case("CausalSelfAttention/heads-not-dividing", models.CausalSelfAttention, (10, 4), {}, ValueError, "n_heads"),
+    Case("MLP/d_ff-zero", models.MLP, (8, 0), {}, ValueError, "d_ff"),
+    Case("BiasFreeMLP/hidden-zero", Z.BiasFreeMLP, (), {"hidden": 0}, ValueError, "hidden"),
     Case("TinyMLP/depth-zero", models.TinyMLP, (), {"depth": 0}, ValueError, "depth"),
     Case("TinyMLP/hidden-fraction", models.TinyMLP, (), {"hidden": 2.5}, ValueError, "hidden"),
     # --- gradient compression (notebook 07) -------------------------------------------
@@ -221,24 +275,76 @@ CASES = [
     Case("dga.simulate/steps-zero", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 0, "lr": 0.1}, ValueError, "steps"),
     Case("dga.simulate/lr-nan", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 3, "lr": NAN}, ValueError, r"\blr\b"),
     Case("dga.train/alpha_ms-nan", dga.train, (), {"alpha_ms": NAN}, ValueError, "alpha"),
+    Case("run_worker/steps-zero", dga.run_worker, (None, torch.zeros(2), None), {"algorithm": "dga", "steps": 0, "lr": 0.1}, ValueError, "steps"),
+    Case("mlp_problem/batch_size-zero", dga.mlp_problem, (0, 1), {"batch_size": 0}, ValueError, "batch_size"),
+    Case("fit_from_collectives/too-few", costmodel.fit_from_collectives, ({},), {"world_size": 4}, ValueError, "two timings"),
     Case("link_delay/alpha-negative", latency.link_delay, (100, -1.0), {}, ValueError, "alpha"),
     Case("link_delay/beta-zero", latency.link_delay, (100, 0.0, 0.0), {}, ValueError, "beta"),
     Case("DelayedComm/alpha-nan", latency.DelayedComm, (NAN,), {}, ValueError, "alpha"),
     Case("modeled_step_times/algorithm", latency.modeled_step_times, ("async", 3, 1.0, 1.0), {}, ValueError, "algorithm"),
     Case("modeled_step_times/steps-zero", latency.modeled_step_times, ("dga", 0, 1.0, 1.0), {}, ValueError, "steps"),
     Case("lr_at/schedule", schedules.lr_at, (0.1, 0, 10, "step"), {}, ValueError, "schedule"),
+    Case("lr_at/steps-zero", schedules.lr_at, (0.1, 0, 0), {}, ValueError, "steps"),
+    Case("dga.train/delay-negative", dga.train, (), {"delay": -1}, ValueError, "delay"),
+    Case("dga.train/delay-fraction", dga.train, (), {"delay": 1.5}, ValueError, "delay"),
+    Case("dga.train/schedule", dga.train, (), {"schedule": "linear"}, ValueError, "schedule"),
+    Case("dga.train/batch_size-fraction", dga.train, (), {"batch_size": 2.5}, ValueError, "batch_size"),
+    Case("dga.train/batch_size-too-big", dga.train, (), {"batch_size": 5000}, ValueError, "batch_size"),
+    Case("dga.train/update_rule", dga.train, (), {"update_rule": "dga"}, TypeError, "update_rule"),
+    Case("dga.train/bandwidth-zero", dga.train, (), {"bandwidth_mbps": 0}, ValueError, "bandwidth_mbps"),
+    Case("dga.train/seeds-empty", dga.train, (), {"seeds": []}, ValueError, "seeds"),
+    Case("toy_train/steps-zero", dga.toy_train, (), {"steps": 0}, ValueError, "steps"),
+    Case("toy_train/dim-zero", dga.toy_train, (), {"dim": 0}, ValueError, "dim"),
+    Case("toy_train/local_steps-zero", dga.toy_train, (), {"algorithm": "fedavg", "local_steps": 0}, ValueError, "local_steps"),
+    Case("sweep/runs-empty", dga.sweep, (), {"runs": []}, ValueError, "runs"),
+    Case("sweep/run-delay-negative", dga.sweep, (), {"runs": [{"delay": -1}]}, ValueError, "delay"),
+    Case("sweep/run-misspelt", dga.sweep, (), {"runs": [{"dealy": 2}]}, TypeError, "dealy"),
+    Case("dga.simulate/update_rule", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 3, "lr": 0.1, "update_rule": 3}, TypeError, "update_rule"),
+    Case("dga.simulate/grad_fn", dga.simulate, ([None], torch.zeros(2)), {"algorithm": "sync", "steps": 3, "lr": 0.1}, TypeError, r"grad_fns\[0\]"),
+    Case("quadratic_grad_fn/dim-zero", dga.quadratic_grad_fn, (0,), {"dim": 0}, ValueError, "dim"),
+    Case("quadratic_grad_fn/rank-negative", dga.quadratic_grad_fn, (-1,), {}, ValueError, "rank_"),
+    Case("measure_link/repeats-zero", latency.measure_link, (), {"repeats": 0}, ValueError, "repeats"),
+    Case("measure_link/nbytes-too-small", latency.measure_link, (), {"nbytes": 2}, ValueError, "nbytes"),
+    Case("measure_link/alpha-negative", latency.measure_link, (), {"alphas_ms": (1.0, -1.0)}, ValueError, "alphas_ms"),
+    Case("great_circle_km/latitude", latency.great_circle_km, (91.0, 0.0, 0.0, 0.0), {}, ValueError, "lat1"),
+    Case("great_circle_km/longitude", latency.great_circle_km, (0.0, 0.0, 0.0, 200.0), {}, ValueError, "lon2"),
+    Case("great_circle_km/nan", latency.great_circle_km, (0.0, NAN, 0.0, 0.0), {}, ValueError, "lon1"),
+    Case("great_circle_km/str", latency.great_circle_km, ("51N", 0.0, 0.0, 0.0), {}, TypeError, "lat1"),
     # --- hybrid parallelism and the planner (notebook 09) ------------------------------
     Case("ModelSpec/heads-not-dividing", PL.ModelSpec, ("m", 2, 100, 3, 128, 1000), {}, ValueError, "heads"),
     Case("ClusterSpec/nodes-zero", PL.ClusterSpec, ("c", 8, 0, 80.0, 989.0, 450.0, 50.0), {}, ValueError, "nodes"),
     Case("ClusterSpec/memory-nan", PL.ClusterSpec, ("c", 8, 1, NAN, 989.0, 450.0, 50.0), {}, ValueError, "gpu_memory_gb"),
     Case("plan/global_batch-zero", PL.plan, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
     Case("collective_time/kind", PL.collective_time, ("broadcast", 1e6, 8, 1e-5, 1e9), {}, ValueError, "broadcast"),
+    Case("train_dp_tp/dp-zero", hybrid.train_dp_tp, (), {"dp": 0}, ValueError, r"\bdp\b"),
+    Case("train_dp_tp/batch-fraction", hybrid.train_dp_tp, (), {"dp": 1, "tp": 1, "batch": 2.5}, ValueError, "batch"),
+    Case("train_dp_tp/mesh", hybrid.train_dp_tp, (), {}, ValueError, "world_size=4"),
+    Case("train_pp_dp/schedule", hybrid.train_pp_dp, (), {"pp": 1, "dp": 1, "schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("train_pp_dp/microbatches-zero", hybrid.train_pp_dp, (), {"microbatches": 0}, ValueError, "microbatches"),
+    Case("train_pp_dp/not-dividing", hybrid.train_pp_dp, (), {"pp": 1, "dp": 1, "batch": 9}, ValueError, "batch"),
+    Case("transformer_reference/steps-zero", hybrid.transformer_reference, (), {"steps": 0, "batch": 8, "lr": 0.5}, ValueError, "steps"),
+    Case("transformer_reference/lr-nan", hybrid.transformer_reference, (), {"steps": 1, "batch": 8, "lr": NAN}, ValueError, r"\blr\b"),
+    Case("evaluate/dp-zero", PL.evaluate, (LLAMA, CLUSTER, 64, 0, 1, 1), {}, ValueError, r"\bdp\b"),
+    Case("evaluate/tp-fraction", PL.evaluate, (LLAMA, CLUSTER, 64, 1, 2.5, 1), {}, ValueError, r"\btp\b"),
+    Case("evaluate/global_batch-zero", PL.evaluate, (LLAMA, CLUSTER, 0, 8, 1, 1), {}, ValueError, "global_batch"),
+    Case("evaluate/recompute", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"recompute": "half"}, ValueError, "recompute"),
+    Case("evaluate/zero-4", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"zero": 4}, ValueError, "zero"),
+    Case("evaluate/kernel_efficiency", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"kernel_efficiency": 60}, ValueError, "kernel_efficiency"),
+    Case("grade/zero-4", PL.grade, (LLAMA, CLUSTER, 64), {"dp": 8, "tp": 1, "pp": 1, "zero": 4}, ValueError, "zero"),
+    Case("grade/tolerance-nan", PL.grade, (LLAMA, CLUSTER, 64), {"dp": 8, "tp": 1, "pp": 1, "tolerance": NAN}, ValueError, "tolerance"),
+    Case("powers_of_two_dividing/zero", PL.powers_of_two_dividing, (0,), {}, ValueError, r"\bn\b"),
+    Case("powers_of_two_dividing/fraction", PL.powers_of_two_dividing, (2.5,), {}, ValueError, r"\bn\b"),
     Case("comm_bytes_per_step/tp-zero", PL.comm_bytes_per_step, (LLAMA, 1, 0, 1, 1, 1), {}, ValueError, r"\btp\b"),
     # --- data loaders --------------------------------------------------------------------
     Case("global_batch_indices/batch-zero", data.global_batch_indices, (100, 0, 0), {}, ValueError, "batch_size"),
     Case("shard/world_size-zero", data.shard, (torch.zeros(8), 0, 0), {}, ValueError, "world_size"),
     Case("shard/not-divisible", data.shard, (torch.zeros(8), 0, 3), {}, ValueError, "split evenly|multiple"),
     Case("digits_batch/rank-outside", data.digits_batch, (0, 8), {"rank": 2, "world_size": 2}, ValueError, r"\brank\b"),
+    Case("global_batch_indices/step-negative", data.global_batch_indices, (100, 10, -1), {}, ValueError, "step"),
+    Case("global_batch_indices/batch-fraction", data.global_batch_indices, (100, 2.5, 0), {}, ValueError, "batch_size"),
+    Case("digits_batch/batch_size-fraction", data.digits_batch, (0, 2.5), {}, ValueError, "batch_size"),
+    Case("CharCorpus.batch/batch_size-zero", data.CharCorpus("abcdefgh").batch, (0, 0, 4), {}, ValueError, "batch_size"),
+    Case("CharCorpus.batch/step-negative", data.CharCorpus("abcdefgh").batch, (-1, 2, 4), {}, ValueError, "step"),
     Case("CharCorpus.batch/seq_len-zero", data.CharCorpus("abcdefgh").batch, (0, 2, 0), {}, ValueError, "seq_len"),
     # --- widget factories ----------------------------------------------------------------
     Case("schedule_explorer/schedule", wpipe.schedule_explorer, (), {"schedule": "2f2b"}, ValueError, "schedule"),
@@ -269,6 +375,49 @@ CASES = [
     Case("plot_rank_tensors/empty", wcoll.plot_rank_tensors, ([],), {}, ValueError, "tensors"),
     Case("collective_replay/nothing", wcoll.collective_replay, ([],), {}, ValueError, "replay"),
     Case("frame_player/n_frames-zero", wbase.frame_player, (0, print), {}, ValueError, "frame"),
+    # --- launch(rank_fn, bad value): the rank function's @preflight check, in the parent -
+    Case("launch/local_values-n", launch, (basics.local_values, 0), {}, ValueError, r"\bn\b"),
+    Case("launch/primitives_demo-numel", launch, (demos.primitives_demo,), {"numel": 0}, ValueError, "numel"),
+    Case("launch/all_reduce_demo-numel", launch, (demos.all_reduce_demo,), {"numel": 2.5}, ValueError, "numel"),
+    Case("launch/traffic_sweep-numel", launch, (demos.traffic_sweep,), {"numel": 0}, ValueError, "numel"),
+    Case("launch/record-name", launch, (demos.record, "ringg"), {}, ValueError, "ringg"),
+    Case("launch/parameter_server-one-rank", launch, (param_server.parameter_server_train,), {"world_size": 1}, ValueError, "world_size >= 2"),
+    Case("launch/parameter_server-workers", launch, (param_server.parameter_server_train,), {"world_size": 3, "batch_size": 47}, ValueError, "batch_size"),
+    Case("launch/all_reduce_train-split", launch, (param_server.all_reduce_train,), {"world_size": 5}, ValueError, "batch_size"),
+    Case("launch/ping_pong-repeats", launch, (costmodel.ping_pong,), {"repeats": 0}, ValueError, "repeats"),
+    Case("launch/time_all_reduce-algorithm", launch, (costmodel.time_all_reduce, ("bus",)), {}, ValueError, "bus"),
+    Case("launch/zero_runs.train-split", launch, (zero_runs.train,), {"world_size": 3}, ValueError, "batch_size"),
+    Case("launch/zero_runs.train_many", launch, (zero_runs.train_many, [{"strategy": "zero4"}]), {}, ValueError, "strategy"),
+    Case("launch/compression.train-split", launch, (Z.train,), {"world_size": 4, "global_batch": 30}, ValueError, "multiple of the world size"),
+    Case("launch/compression.train-density", launch, (Z.train,), {"method": "dgc", "density": 0.0}, ValueError, "density"),
+    Case("launch/compression.train-option", launch, (Z.train,), {"method": "dgc", "densty": 0.1}, TypeError, "densty"),
+    Case("launch/compression.train_many", launch, (Z.train_many, [{"method": "powersgd"}]), {}, ValueError, r"train\(\)"),
+    Case("launch/train_stacked", launch, (Z.train_stacked, [{"method": "dense"}]), {"world_size": 4, "global_batch": 30}, ValueError, "multiple of the world size"),
+    Case("launch/ablation-density", launch, (Z.ablation,), {"density": 2.0}, ValueError, "density"),
+    Case("launch/ablation-train_kwargs", launch, (Z.ablation,), {"stpes": 10}, TypeError, "stpes"),
+    Case("launch/densification-steps", launch, (Z.densification,), {"steps": 3}, ValueError, "steps"),
+    Case("launch/train_torch_powersgd-rank", launch, (Z.train_torch_powersgd,), {"powersgd_rank": 0}, ValueError, "powersgd_rank"),
+    Case("launch/dga.train-delay", launch, (dga.train,), {"delay": -1}, ValueError, "delay"),
+    Case("launch/dga.train-split", launch, (dga.train,), {"world_size": 3}, ValueError, "batch_size"),
+    Case("launch/toy_train-dim", launch, (dga.toy_train,), {"dim": 0}, ValueError, "dim"),
+    Case("launch/dga.sweep-run", launch, (dga.sweep,), {"runs": [{"steps": 0}]}, ValueError, "steps"),
+    Case("launch/measure_link-repeats", launch, (latency.measure_link,), {"repeats": 0}, ValueError, "repeats"),
+    Case("launch/train_dp_tp-mesh", launch, (hybrid.train_dp_tp,), {"world_size": 4, "dp": 3, "tp": 2}, ValueError, "world_size=6"),
+    Case("launch/train_dp_tp-heads", launch, (hybrid.train_dp_tp,), {"world_size": 3, "dp": 1, "tp": 3}, ValueError, r"\btp\b"),
+    Case("launch/train_pp_dp-schedule", launch, (hybrid.train_pp_dp,), {"world_size": 4, "schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("launch/compare_with_reference-heads", launch, (TP.compare_with_reference,), {"world_size": 3, "kind": "attention"}, ValueError, "n_heads=.*not divisible"),
+    Case("launch/compare_with_reference-seq", launch, (TP.compare_with_reference,), {"world_size": 4, "seq": 9, "sequence_parallel": True}, ValueError, "seq=.*not divisible"),
+    Case("launch/dtensor_mlp_compare-d_ff", launch, (TP.dtensor_mlp_compare,), {"world_size": 3}, ValueError, "d_ff"),
+    Case("launch/activation_bytes-heads", launch, (TP.activation_bytes,), {"world_size": 3}, ValueError, "n_heads"),
+    Case("launch/call_many-row", launch, (TP.call_many, [(TP.compare_with_reference, {"kind": "mlp", "d_ff": 66})]), {"world_size": 4}, ValueError, "d_ff=.*not divisible"),
+    Case("launch/compare_attention-seq", launch, (sequence_parallel.compare_attention,), {"world_size": 3}, ValueError, "seq"),
+    Case("launch/benchmark_layer-seq", launch, (sequence_parallel.benchmark_layer,), {"world_size": 3}, ValueError, "seq"),
+    Case("launch/compare_moe-experts", launch, (moe.compare_moe,), {"world_size": 3}, ValueError, "n_experts"),
+    Case("launch/run_pipeline-schedule", launch, (P.run_pipeline,), {"schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("launch/run_pipeline-depth", launch, (P.run_pipeline,), {"world_size": 4, "depth": 1}, ValueError, "depth"),
+    Case("launch/run_pipeline-microbatches", launch, (P.run_pipeline,), {"batch_size": 30}, ValueError, "batch_size"),
+    Case("launch/run_torch_pipelining-schedule", launch, (torch_reference.run_torch_pipelining,), {"schedule": "zb"}, ValueError, "schedule"),
+    Case("check/preflight", exercises.check, (demos.traffic_sweep, demos.traffic_sweep), {"numel": 0}, ValueError, "numel"),
     # --- the command line: python -m companion ------------------------------------------
     Case("cli/unknown-experiment", cli, (["run", "no_such_experiment"],), {}, SystemExit, "no_such_experiment"),
     Case("cli/world-size-zero", cli, (["run", "whoami", "--world-size", "0"],), {}, SystemExit, "--world-size"),
@@ -277,6 +426,12 @@ CASES = [
     Case("cli/backend-unknown", cli, (["run", "whoami", "--backend", "mpi"],), {}, SystemExit, "--backend"),
     Case("cli/set-malformed", cli, (["run", "whoami", "--set", "steps"],), {}, SystemExit, "--set"),
     Case("cli/set-unknown-key", cli, (["run", "whoami", "--set", "steps=3"],), {}, SystemExit, "steps"),
+    Case("cli/set-numel-zero", cli, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
+    Case("cli/set-steps-zero", cli, (["run", "dga_train", "--set", "steps=0"],), {}, SystemExit, "steps"),
+    Case("cli/set-batch-not-splitting", cli, (["run", "compression_train", "--world-size", "4", "--set", "global_batch=30"],), {}, SystemExit, "global_batch"),
+    Case("cli/mesh-needs-4-ranks", cli, (["run", "hybrid_dp_tp", "--world-size", "2"],), {}, SystemExit, "world_size=4"),
+    Case("cli/torchrun-set-numel-zero", cli_under_torchrun, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
+    Case("cli/torchrun-mesh", cli_under_torchrun, (["run", "hybrid_pp_dp"],), {}, SystemExit, "world_size=4"),
     Case("cli/unknown-command", cli, (["train"],), {}, SystemExit, "train|command"),
 ]
 
@@ -298,6 +453,46 @@ NOT_APPLICABLE = {
     "plan_breakdown_figure": "takes plans from planner.plan",
     "ranking_html": "takes plans from planner.plan",
 }
+
+
+def _reason(reason, *names):
+    NOT_APPLICABLE.update(dict.fromkeys(names, reason))
+
+
+_reason("the argument checks themselves: every case above runs them",
+        "positive_int", "nonnegative_int", "positive_number", "fraction", "in_range", "one_of",
+        "divides", "callable_arg", "accepts", "preflight", "run_preflight")
+_reason("a record the package builds and fills (dataclass or result object), not an entry point",
+        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op",
+        "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
+_reason("launch()'s own machinery; launch checks its arguments first (launch cases)",
+        "Forwarder", "collect", "drain", "stop", "process_group")
+_reason("a tensor operation inside a rank: it takes tensors and a process group, no size or name",
+        "f", "g", "sp_all_gather", "sp_reduce_scatter", "CopyToTensorParallelRegion",
+        "ReduceFromTensorParallelRegion", "GatherFromSequenceParallelRegion",
+        "ReduceScatterToSequenceParallelRegion", "GatherLinearRegather", "AllToAll",
+        "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention", "ring_attention",
+        "hybrid_attention", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+        "exchange", "finish", "all_reduce_mean", "all_gather_payloads", "shard_like",
+        "allreduce_sequence_parallel_grads", "group_rank_size", "pack_chunks", "unpack_chunks",
+        "dispatch", "orthonormalize", "encode_topk", "decode_topk", "momentum_correction")
+_reason("wraps a module or model the caller built, whose own constructor checked its sizes",
+        "ParallelAttention", "ParallelBlock", "ExpertParallelMoE", "TransformerStage",
+        "parallelize_dp_tp", "count_parameters", "held_bytes", "optimizer_state_tensors",
+        "default_units", "MomentumSGD")
+_reason("a compressor make_compressor builds from settings it checked (make_compressor cases)",
+        "QuantizedExchange", "TernGrad", "DGC", "DenseAllReduce")
+_reason("arithmetic on values the package computed (payload sizes, counts, timings); "
+        "not called with user sizes in the notebooks",
+        "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
+        "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction")
+_reason("takes results or data the package returned (load_digits(), run results, timelines)",
+        "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
+        "rank_colors")
+_reason("the DGA update rules: three tensors in, one out, no size or name",
+        "dga_update", "stale_update")
+_reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
+        "run_mlp")
 
 
 class RankStarted(BaseException):
@@ -345,16 +540,60 @@ def test_case_ids_are_unique():
     assert len(ids) == len(set(ids))
 
 
-def _public_callables():
-    names = set(companion.__all__)
-    import companion.widgets as widgets
+def _takes_parameters(obj) -> bool:
+    try:
+        return bool(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):  # no inspectable signature: count it as taking some
+        return True
 
-    names |= {n for n in widgets.__all__ if callable(getattr(widgets, n))}
-    return names
+
+def _public_callables():
+    """``(qualified name, object)`` for every callable in the ``__all__`` of every public
+    module of the package, subpackages included."""
+    for info in pkgutil.walk_packages(companion.__path__, "companion."):
+        if any(part.startswith("_") for part in info.name.split(".")[1:]):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if callable(obj) and _takes_parameters(obj):
+                yield f"{info.name}.{name}", name, obj
+
+
+def _covered_objects():
+    covered = set()
+    for case in CASES:
+        fn = getattr(case.fn, "__func__", case.fn)
+        covered.add(fn)
+        if hasattr(case.fn, "__self__"):  # a bound method's case covers its class too
+            covered.add(type(case.fn.__self__))
+        if case.fn in (launch, companion.launch, exercises.check) and case.args:
+            covered.add(case.args[0])  # the rank function whose preflight refused
+    return covered
 
 
 def test_every_public_entry_point_has_a_case_or_a_reason():
-    covered = {getattr(c.fn, "__name__", "") for c in CASES}
-    covered |= {c.id.split("/")[0] for c in CASES}
-    missing = sorted(n for n in _public_callables() if n not in covered and n not in NOT_APPLICABLE)
+    covered = _covered_objects()
+    covered_names = {c.id.split("/")[0] for c in CASES}
+    missing = sorted(qual for qual, name, obj in _public_callables()
+                     if obj not in covered and name not in covered_names
+                     and name not in NOT_APPLICABLE and qual not in NOT_APPLICABLE)
     assert not missing, f"no bad-input case and no NOT_APPLICABLE reason for {missing}"
+
+
+def test_not_applicable_lists_only_real_public_names():
+    import companion.widgets as widgets
+
+    public = {name for _, name, _ in _public_callables()}
+    public |= set(companion.__all__) | set(widgets.__all__)
+    stale = sorted(set(NOT_APPLICABLE) - public)
+    assert not stale, f"NOT_APPLICABLE names no public callable: {stale}"
+
+
+def test_every_registered_experiment_with_parameters_is_checked_before_launch():
+    """The CLI runs these by name: each with parameters carries a @preflight check, so
+    `python -m companion run NAME --set key=bad` fails before any rank starts."""
+    unchecked = sorted(name for name in experiments.names()
+                       if _takes_parameters(experiments.get(name).fn)
+                       and not hasattr(experiments.get(name).fn, "__companion_preflight__"))
+    assert not unchecked, f"experiments without a preflight check: {unchecked}"
