@@ -21,7 +21,33 @@ import torch
 import torch.distributed as dist
 
 from . import experiments, runtime
+from .backends import validate_launch
 from .launcher import choose_backend, launch
+from .validation import accepts, positive_int, positive_number, run_preflight
+
+
+def _option(check):
+    # argparse turns ArgumentTypeError into "argument --world-size: ..." and exit code 2,
+    # the same as any other bad option, instead of a traceback from inside launch().
+    def parse(text):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text  # "nan", "four": the check says what is wrong with it
+        try:
+            return check(value)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _number(text):
+    # "nan" and "inf" are not Python literals, but float() reads them (and the check
+    # then refuses them); any other word stays a string for the check to name.
+    try:
+        return float(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
 
 
 def _parse_settings(pairs: list[str]) -> dict:
@@ -78,10 +104,13 @@ def main(argv=None) -> int:
     sub.add_parser("list", help="list the registered experiments")
     run = sub.add_parser("run", help="run an experiment on real ranks")
     run.add_argument("name")
-    run.add_argument("--world-size", type=int, default=2,
+    run.add_argument("--world-size", default=2, type=_option(lambda v: positive_int(
+                         "world_size", v, "pass a whole number of ranks such as 4.")),
                      help="ranks to start on this machine (ignored under torchrun)")
     run.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
-    run.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up")
+    run.add_argument("--timeout", default=300.0, help="seconds before giving up",
+                     type=_option(lambda v: positive_number(
+                         "timeout", _number(v), "pass seconds such as 300.")))
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword argument for the experiment (Python literal)")
     run.add_argument("--out", help="write the per-rank results here (pickle)")
@@ -91,8 +120,24 @@ def main(argv=None) -> int:
         for name in experiments.names():
             print(f"{name:<24} {experiments.get(name).description}")
         return 0
-    exp = experiments.get(args.name)
-    settings = _parse_settings(args.set)
+    try:
+        exp = experiments.get(args.name)
+        try:
+            settings = _parse_settings(args.set)
+        except SystemExit as exc:  # argparse's usage line and exit code 2, as for any option
+            raise ValueError(str(exc.code)) from None
+        accepts(f"experiment {args.name!r}", exp.fn, (), settings,
+                "pass only its parameters with --set.")
+        if under_torchrun():
+            world = int(os.environ["WORLD_SIZE"])
+        else:
+            validate_launch(args.world_size, args.timeout, args.backend)
+            world = args.world_size
+        # In this process, before torchrun's ranks meet or launch() forks: a bad --set
+        # value is a usage error (exit code 2), not one traceback per rank.
+        run_preflight(exp.fn, (), settings, world)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
     if under_torchrun():
         _run_under_torchrun(exp, settings, args.backend, args.timeout, args.out)
     else:

@@ -10,9 +10,12 @@ import os
 import torch
 import torch.distributed as dist
 
+from .validation import one_of, positive_int, positive_number
+
 __all__ = ["cpu_cores", "max_world_size", "choose_backend", "validate_launch",
            "MAX_RANKS_PER_CORE"]
 
+BACKENDS = ("auto", "gloo", "nccl")
 MAX_RANKS_PER_CORE = 4  # beyond this, gloo ranks spend their time context-switching
 
 
@@ -50,8 +53,7 @@ def _visible_gpus() -> int:
 
 def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
     """Resolve ``backend`` ("auto", "gloo" or "nccl") and say why, as (backend, reason)."""
-    if backend not in ("auto", "gloo", "nccl"):
-        raise ValueError(f"backend={backend!r} is not one of 'auto', 'gloo', 'nccl'.")
+    one_of("backend", backend, BACKENDS, "use 'auto' to let the launcher choose.")
     gpus = _visible_gpus()
     nccl = dist.is_nccl_available()
     if backend == "nccl":
@@ -75,11 +77,10 @@ def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
 
 
 def validate_launch(world_size, timeout, backend) -> None:
-    """ValueError naming the fix for a world size, timeout or backend that cannot work."""
-    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
-        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}.")
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    """TypeError/ValueError naming the fix for a world size, timeout or backend that cannot work."""
+    positive_int("world_size", world_size, "pass a whole number of ranks such as 4.")
+    positive_number("timeout", timeout, "pass the seconds to wait for the ranks, such as 60.")
+    one_of("backend", backend, BACKENDS, "use 'auto' to let the launcher choose.")
     if backend != "nccl" and world_size > max_world_size():
         raise ValueError(
             f"world_size={world_size} is more ranks than this machine can run usefully: "

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from . import runtime
 from .experiments import experiment
+from .validation import positive_int, preflight
 
 
 def _whoami_table(results) -> str:
@@ -54,11 +55,18 @@ def first_all_reduce() -> dict:
     return {"rank": runtime.rank(), "before": before, "after": x.item()}
 
 
+def _check_n(n) -> None:
+    positive_int("n", n, "pass the number of elements, e.g. n=4.")
+
+
+@preflight(_check_n)
 def local_values(n: int = 4) -> torch.Tensor:
     """The tensor rank r holds in notebook 00's exercise: ``(r + 1) * [0, 1, ..., n-1]``."""
+    _check_n(n)
     return (runtime.rank() + 1.0) * torch.arange(float(n), device=runtime.device())
 
 
+@preflight(_check_n)
 def average_across_ranks_reference(n: int = 4) -> torch.Tensor:
     """Notebook 00 exercise, reference: every rank ends with the mean of all ranks' values.
 
@@ -78,8 +86,12 @@ def launch_overhead(world_sizes=(1, 2, 4, 8), repeats: int = 5) -> dict[int, lis
     """
     import time
 
+    from .backends import validate_launch
     from .launcher import launch
 
+    for n in world_sizes:  # all of them before the first launch, not after a minute of runs
+        validate_launch(n, 60.0, "auto")
+    positive_int("repeats", repeats, "pass how many launches to time per world size, e.g. 5.")
     timings = {}
     for n in world_sizes:
         timings[n] = []

@@ -24,6 +24,7 @@ import torch.distributed as dist
 
 from .collectives import ALL_REDUCE_ALGORITHMS
 from .experiments import experiment
+from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["fit_alpha_beta", "fit_from_collectives", "coefficients", "predict_time",
            "crossover_bytes", "measured_crossover", "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
@@ -120,8 +121,9 @@ def coefficients(algorithm: str, world_size: int) -> tuple[float, float]:
 def predict_time(algorithm: str, nbytes: float, world_size: int, alpha: float,
                  beta: float) -> float:
     """Predicted seconds for ``algorithm`` to all-reduce ``nbytes`` on ``world_size`` ranks."""
-    if nbytes < 0 or alpha < 0 or beta <= 0:
-        raise ValueError("need nbytes >= 0, alpha >= 0 (seconds) and beta > 0 (bytes/s).")
+    positive_number("nbytes", nbytes, "pass the message size in bytes.", zero=True)
+    positive_number("alpha", alpha, "pass the per-message latency in seconds.", zero=True)
+    positive_number("beta", beta, "pass the bandwidth in bytes/s, e.g. 1e9.")
     a, b = coefficients(algorithm, world_size)
     return a * alpha + b * nbytes / beta
 
@@ -169,10 +171,24 @@ def _best_seconds(fn, repeats: int) -> float:
     return float(min(times))
 
 
+def _check_sizes(sizes, repeats) -> None:
+    for nbytes in sizes:
+        positive_int("sizes", nbytes, "pass message sizes in bytes, e.g. sizes=(1024, 65536).")
+    positive_int("repeats", repeats, "pass how many times to time each size, e.g. 5.")
+
+
+def _check_timing(algorithms, sizes, repeats) -> None:
+    for name in algorithms:
+        one_of("algorithms", name, ALL_REDUCE_ALGORITHMS)
+    _check_sizes(sizes, repeats)
+
+
 @experiment("collectives_ping_pong",
             summarize=lambda res: "\n".join(f"{n:>10} B  {t * 1e6:9.1f} us" for n, t in res[0]))
+@preflight(_check_sizes)
 def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
     """One-way time of a message between ranks 0 and 1 (half a round trip), per size."""
+    _check_sizes(sizes, repeats)
     r = dist.get_rank()
     out = []
     for nbytes in sizes:
@@ -190,6 +206,7 @@ def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
 
 
 @experiment("collectives_timing")
+@preflight(_check_timing)
 def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int = 3,
                     builtin: bool = True):
     """Best-of-``repeats`` seconds of each all-reduce algorithm (and dist.all_reduce) per size.
@@ -197,6 +214,7 @@ def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int =
     The algorithms take turns within each repeat, so a burst of load from other
     processes slows all of them rather than whichever happened to run at that moment.
     """
+    _check_timing(algorithms, sizes, repeats)
     out = {}
     for nbytes in sizes:
         x = torch.randn(max(int(nbytes) // 4, 1))

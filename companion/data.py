@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .validation import nonnegative_int, positive_int
+
 __all__ = ["data_dir", "load_digits", "load_corpus", "CharCorpus", "global_batch_indices",
            "shard", "digits_batch", "verify_checksums"]
 
@@ -87,7 +89,10 @@ class CharCorpus:
 
     def batch(self, step: int, batch_size: int, seq_len: int, seed: int = 0):
         """Global batch ``(inputs, targets)`` of shape ``[batch_size, seq_len]`` for ``step``."""
-        if seq_len < 1 or seq_len >= len(self.ids):
+        nonnegative_int("step", step, "pass the training step, counting from 0.")
+        positive_int("batch_size", batch_size, "pass the number of windows, e.g. batch_size=8.")
+        positive_int("seq_len", seq_len, f"pass a window length in 1..{len(self.ids) - 1}.")
+        if seq_len >= len(self.ids):
             raise ValueError(f"seq_len must be in 1..{len(self.ids) - 1}, got {seq_len}.")
         gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
         starts = torch.randint(0, len(self.ids) - seq_len, (batch_size,), generator=gen)
@@ -103,7 +108,10 @@ def global_batch_indices(n: int, batch_size: int, step: int, seed: int = 0) -> t
     Depends only on (n, batch_size, step, seed), never on the world size, which is what
     makes a data-parallel run comparable with the single-process one.
     """
-    if batch_size < 1 or batch_size > n:
+    positive_int("n", n, "pass the data set's size.")
+    positive_int("batch_size", batch_size, f"pass a batch size in 1..{n}.")
+    nonnegative_int("step", step, "pass the training step, counting from 0.")
+    if batch_size > n:
         raise ValueError(f"batch_size must be in 1..{n}, got {batch_size}.")
     per_epoch = n // batch_size
     epoch, within = divmod(step, per_epoch)
@@ -132,6 +140,7 @@ def shard(batch: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
 def digits_batch(step: int, batch_size: int, rank: int = 0, world_size: int = 1,
                  seed: int = 0, data=None):
     """``(x, y)`` for this rank at ``step``: its shard of the global digits batch."""
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
     x, y = load_digits() if data is None else data
     idx = shard(global_batch_indices(len(y), batch_size, step, seed), rank, world_size)
     return x[idx], y[idx]

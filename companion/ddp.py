@@ -34,6 +34,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .memory import CommLedger
+from .validation import positive_number
 
 __all__ = ["DDP"]
 
@@ -44,9 +45,12 @@ class DDP(nn.Module):
     def __init__(self, module: nn.Module, bucket_size_mb: float | None = None,
                  process_group=None):
         super().__init__()
-        if bucket_size_mb is not None and bucket_size_mb <= 0:
-            raise ValueError(f"bucket_size_mb must be positive or None, got {bucket_size_mb}; "
-                             "use None for one all-reduce per parameter.")
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}; "
+                            "wrap the model itself, e.g. DDP(model).")
+        if bucket_size_mb is not None:
+            positive_number("bucket_size_mb", bucket_size_mb,
+                            "use e.g. 25, or None for one all-reduce per parameter.")
         self.module = module
         self.group = process_group
         self.world_size = dist.get_world_size(process_group)

@@ -38,7 +38,9 @@ from .experiments import experiment
 from .latency import DelayedComm
 from .models import TinyMLP
 from .runtime import rank, world_size
-from .schedules import lr_at
+from .schedules import SCHEDULES, lr_at
+from .validation import (accepts, callable_arg, nonnegative_int, one_of, positive_int,
+                         positive_number, preflight, run_preflight)
 
 __all__ = ["ALGORITHMS", "dga_update", "stale_update", "run_worker", "simulate",
            "digits_split", "mlp_problem", "side_by_side", "quadratic_grad_fn", "train",
@@ -64,17 +66,17 @@ def stale_update(g_now, g_then, avg_then):
     return avg_then
 
 
-def _check(algorithm, steps, lr, delay, local_steps):
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
-    if not (isinstance(steps, int) and steps >= 1):
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}.")
-    if not (isinstance(delay, int) and delay >= 0):
-        raise ValueError(f"delay D must be an integer >= 0 (0 is synchronous SGD), got {delay!r}.")
-    if not (isinstance(local_steps, int) and local_steps >= 1):
-        raise ValueError(f"local_steps K must be an integer >= 1, got {local_steps!r}.")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}.")
+def _check(algorithm, steps, lr, delay, local_steps, update_rule=dga_update,
+           schedule="constant"):
+    one_of("algorithm", algorithm, ALGORITHMS)
+    positive_int("steps", steps, "pass the number of steps, e.g. steps=300.")
+    nonnegative_int("delay", delay, "delay D counts steps; 0 is synchronous SGD.")
+    positive_int("local_steps", local_steps,
+                 "local_steps K is the number of local steps between averages, e.g. 10.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.1.")
+    callable_arg("update_rule", update_rule,
+                 "pass a function (g_now, g_then, avg_then) -> update, e.g. dga_update.")
+    one_of("schedule", schedule, SCHEDULES)
 
 
 def run_worker(grad_fn: Callable, w: torch.Tensor, comm: DelayedComm, *, algorithm: str,
@@ -89,7 +91,7 @@ def run_worker(grad_fn: Callable, w: torch.Tensor, comm: DelayedComm, *, algorit
     labels it). Returns the step timeline (``perf_counter`` seconds), the messages'
     timestamps, the losses and, with ``keep_history``, every gradient and average.
     """
-    _check(algorithm, steps, lr, delay, local_steps)
+    _check(algorithm, steps, lr, delay, local_steps, update_rule, schedule)
     in_flight: deque = deque()
     zeros = torch.zeros_like(w)
     steps_log, works, losses = [], [], []
@@ -142,7 +144,10 @@ def simulate(grad_fns: list, w0: torch.Tensor, *, algorithm: str, steps: int, lr
     ``grad_fns[r](w, step) -> (gradient, loss)`` is worker r's gradient. Returns each
     worker's final parameters.
     """
-    _check(algorithm, steps, lr, delay, local_steps)
+    _check(algorithm, steps, lr, delay, local_steps, update_rule, schedule)
+    for r, fn in enumerate(grad_fns):
+        callable_arg(f"grad_fns[{r}]", fn,
+                     "pass one function (w, step) -> (gradient, loss) per worker.")
     n = len(grad_fns)
     ws = [w0.clone() for _ in range(n)]
     gs_hist, avg_hist = [], []
@@ -186,6 +191,8 @@ def digits_split(data=None):
 def mlp_problem(rank_: int, world_size_: int, *, batch_size: int = 64, seed: int = 0,
                 hidden: int = 128, data=None):
     """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches."""
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
     train_data, (x_test, y_test) = digits_split(data)
     model = TinyMLP(hidden=hidden, seed=seed)
     params = list(model.parameters())
@@ -225,6 +232,8 @@ def side_by_side(problems: list):
 
 def quadratic_grad_fn(rank_: int, dim: int = 8):
     """A deterministic toy: worker r minimises ``0.5 * sum(a_r * (w - c_r(step))**2)``."""
+    nonnegative_int("rank_", rank_, "pass the worker's rank, e.g. 0.")
+    positive_int("dim", dim, "pass the number of parameters, e.g. dim=8.")
     gen = torch.Generator().manual_seed(1234 + rank_)
     a = torch.rand(dim, generator=gen) + 0.5
     c = torch.randn(dim, generator=gen)
@@ -269,7 +278,31 @@ def _summarize(results) -> str:
             f"{1e3 * r['seconds_per_step']:.2f} ms per step")
 
 
+def _check_train(algorithm, steps, delay, corrected, local_steps, lr, schedule, batch_size,
+                 seeds, alpha_ms, bandwidth_mbps, compute_ms, hidden, update_rule,
+                 world_size=1) -> None:
+    rule = update_rule or (dga_update if corrected else stale_update)
+    _check(algorithm, steps, lr, delay, local_steps, rule, schedule)
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
+    if batch_size > N_TRAIN:
+        raise ValueError(f"batch_size={batch_size} is more than the {N_TRAIN} training digits; "
+                         "use e.g. batch_size=64.")
+    if batch_size % world_size:
+        raise ValueError(f"batch_size={batch_size} does not split evenly over "
+                         f"world_size={world_size}; use a multiple of {world_size}.")
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
+    if seeds is not None and not seeds:
+        raise ValueError("seeds=[] trains no model; pass at least one seed, or seeds=None.")
+    positive_number("alpha_ms", alpha_ms, "pass the link latency in ms, e.g. alpha_ms=50.",
+                    zero=True)
+    positive_number("bandwidth_mbps", bandwidth_mbps,
+                    "pass megabits per second, or math.inf for an unlimited link.", inf=True)
+    positive_number("compute_ms", compute_ms, "pass the emulated step time in ms, or 0.",
+                    zero=True)
+
+
 @experiment("dga_train", summarize=_summarize)
+@preflight(_check_train)
 def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected: bool = True,
           local_steps: int = 10, lr: float = 0.3, schedule: str = "cosine",
           batch_size: int = 64, seed: int = 0, seeds: list[int] | None = None,
@@ -285,6 +318,8 @@ def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected
     ``seeds=[...]`` trains one model per seed side by side (:func:`side_by_side`);
     ``accuracy`` is then their mean and ``accuracies`` the list.
     """
+    _check_train(algorithm, steps, delay, corrected, local_steps, lr, schedule, batch_size,
+                 seeds, alpha_ms, bandwidth_mbps, compute_ms, hidden, update_rule, world_size())
     if update_rule is None:
         update_rule = dga_update if corrected else stale_update
     problems = [mlp_problem(rank(), world_size(), batch_size=batch_size, seed=s, hidden=hidden,
@@ -306,11 +341,19 @@ def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected
     return result
 
 
+def _check_toy(algorithm, steps, delay, lr, local_steps, corrected, dim, update_rule) -> None:
+    _check(algorithm, steps, lr, delay, local_steps,
+           update_rule or (dga_update if corrected else stale_update))
+    positive_int("dim", dim, "pass the number of parameters, e.g. dim=8.")
+
+
 @experiment("dga_toy")
+@preflight(_check_toy)
 def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: float = 0.1,
               local_steps: int = 3, corrected: bool = True, dim: int = 8,
               update_rule: Callable | None = None) -> dict:
     """The quadratic toy on this rank (no latency): final ``w`` plus every g and average."""
+    _check_toy(algorithm, steps, delay, lr, local_steps, corrected, dim, update_rule)
     if update_rule is None:
         update_rule = dga_update if corrected else stale_update
     w = torch.zeros(dim)
@@ -323,8 +366,18 @@ def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: fl
             else torch.zeros(0, dim)}
 
 
+def _check_sweep(runs, world_size=1) -> None:
+    if not runs:
+        raise ValueError("runs=[] has nothing to train; pass a list of train() keyword dicts.")
+    for cfg in runs:
+        accepts("runs", train, (), cfg, "each run is a dict of train()'s keywords.")
+        run_preflight(train, (), cfg, world_size)
+
+
+@preflight(_check_sweep)
 def sweep(*, runs: list[dict], data=None) -> list[dict]:
     """Run several :func:`train` configurations in one launch (one shared process group)."""
+    _check_sweep(runs, world_size())
     group = dist.new_group(backend="gloo")
     data = load_digits() if data is None else data
     return [train(group=group, data=data, **cfg) for cfg in runs]

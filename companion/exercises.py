@@ -13,7 +13,9 @@ import math
 import torch
 from torch.utils._pytree import tree_flatten
 
+from .backends import validate_launch
 from .launcher import LaunchError, LaunchTimeout, launch
+from .validation import accepts, callable_arg, positive_number
 
 __all__ = ["check", "compare_results"]
 
@@ -26,8 +28,15 @@ def _describe(x) -> str:
     return repr(x)
 
 
+def _check_tolerances(rtol, atol) -> None:
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        positive_number(name, value, f"pass {name}=0.0 for exact equality or a small "
+                        f"tolerance such as {name}=1e-6.", zero=True)
+
+
 def compare_results(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | None:
     """None when ``got`` matches ``expected`` (same structure, close leaves), else a reason."""
+    _check_tolerances(rtol, atol)
     got_leaves, got_spec = tree_flatten(got)
     exp_leaves, exp_spec = tree_flatten(expected)
     if got_spec != exp_spec:
@@ -56,6 +65,18 @@ def check(student_fn, reference_fn, *args, world_size: int = 4, rtol: float = 0.
     ``rtol``/``atol`` default to exact equality: pass a tolerance only where the order
     of a floating-point reduction legitimately differs.
     """
+    # A wrong argument is the notebook's mistake, not the student's: raise it up front
+    # instead of printing a verdict, and before either launch starts a rank.
+    callable_arg("student_fn", student_fn, "pass the function you wrote (no parentheses).")
+    callable_arg("reference_fn", reference_fn, "pass the package's reference function.")
+    accepts("reference_fn", reference_fn, args, kwargs)
+    validate_launch(world_size, timeout, "auto")
+    _check_tolerances(rtol, atol)
+    try:  # a student's function with the wrong parameters is a verdict, not a crash
+        accepts("your function", student_fn, args, kwargs)
+    except TypeError as err:
+        print(f"✗ {err}" + (f"\nHint: {hint}" if hint else ""))
+        return False
     expected = launch(reference_fn, *args, world_size=world_size, timeout=timeout, **kwargs)
     try:
         got = launch(student_fn, *args, world_size=world_size, timeout=timeout, **kwargs)

@@ -35,6 +35,12 @@ load_errors: dict[str, str] = {}  # module -> error, for modules that failed to 
 
 def experiment(name: str, summarize: Callable[[list], str] | None = None):
     """Decorator: register ``fn`` (a rank function) under ``name``."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"experiment name must be a non-empty string, got {name!r} "
+                        f"({type(name).__name__}); `python -m companion run NAME` takes it.")
+    if summarize is not None and not callable(summarize):
+        raise TypeError(f"summarize must be a function of the per-rank results list, got "
+                        f"{summarize!r} ({type(summarize).__name__}).")
 
     def register(fn):
         if name in _REGISTRY and _REGISTRY[name].fn.__qualname__ != fn.__qualname__:

@@ -129,6 +129,12 @@ class FSDP(nn.Module):
     def __init__(self, module: nn.Module, compute_dtype: torch.dtype | None = None,
                  units=None):
         super().__init__()
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}; "
+                            "wrap the model itself, e.g. FSDP(model).")
+        if compute_dtype is not None and not isinstance(compute_dtype, torch.dtype):
+            raise TypeError(f"compute_dtype must be a torch.dtype or None, got {compute_dtype!r}; "
+                            "pass e.g. torch.bfloat16.")
         self.world_size, self.rank = dist.get_world_size(), dist.get_rank()
         self.compute_dtype = compute_dtype
         self.ledger = CommLedger(self.world_size)

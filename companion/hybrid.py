@@ -33,6 +33,7 @@ from .ddp import DDP
 from .experiments import experiment
 from .models import TinyTransformer
 from .pipeline import make_schedule
+from .validation import positive_int, positive_number, preflight
 
 __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp", "transformer_reference",
            "TransformerStage", "TRANSFORMER"]
@@ -40,10 +41,41 @@ __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp", "transformer_refer
 TRANSFORMER = dict(d_model=32, n_heads=4, n_layers=2, max_seq_len=16)
 
 
-def _check_mesh(a: int, b: int, names: str) -> None:
-    if a * b != runtime.world_size():
+def _check_mesh(a: int, b: int, names: str, world_size: int) -> None:
+    if a * b != world_size:
         raise ValueError(f"a {names} mesh of {a}x{b} needs world_size={a * b}, "
-                         f"not {runtime.world_size()}; launch with world_size={a * b}.")
+                         f"not {world_size}; launch with world_size={a * b}.")
+
+
+def _check_reference(steps, batch, lr) -> None:
+    positive_int("steps", steps, "pass the number of SGD steps, e.g. steps=3.")
+    positive_int("batch", batch, "pass the global batch size, e.g. batch=8.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.5.")
+
+
+def _check_dp_tp(dp, tp, steps, batch, lr, world_size=1) -> None:
+    positive_int("dp", dp, "pass the data-parallel degree, e.g. dp=2.")
+    positive_int("tp", tp, "pass the tensor-parallel degree, e.g. tp=2.")
+    _check_reference(steps, batch, lr)
+    _check_mesh(dp, tp, "DP x TP", world_size)
+    if batch % dp:
+        raise ValueError(f"batch={batch} must split evenly over dp={dp}; use a multiple of {dp}.")
+    heads = TRANSFORMER["n_heads"]
+    if heads % tp:
+        raise ValueError(f"tp={tp} does not divide the model's {heads} attention heads; "
+                         f"use a tp that divides {heads}.")
+
+
+def _check_pp_dp(pp, dp, steps, batch, microbatches, schedule, lr, world_size=1) -> None:
+    positive_int("pp", pp, "pass the number of pipeline stages, e.g. pp=2.")
+    positive_int("dp", dp, "pass the data-parallel degree, e.g. dp=2.")
+    positive_int("microbatches", microbatches, "pass the micro-batches per step, e.g. 2.")
+    _check_reference(steps, batch, lr)
+    _check_mesh(pp, dp, "PP x DP", world_size)
+    if batch % (dp * microbatches):
+        raise ValueError(f"batch={batch} must split into dp={dp} x microbatches={microbatches} "
+                         f"equal parts; use a multiple of {dp * microbatches}.")
+    make_schedule(schedule, pp, microbatches)  # refuses an unknown schedule by name
 
 
 def parallelize_dp_tp(model: TinyTransformer, tp_group) -> TinyTransformer:
@@ -57,6 +89,7 @@ def parallelize_dp_tp(model: TinyTransformer, tp_group) -> TinyTransformer:
 def transformer_reference(*, steps: int, batch: int, lr: float, seed: int = 0,
                           tie_weights: bool = True) -> dict:
     """Single-process training on the full batch: the reference for both hybrid runs."""
+    _check_reference(steps, batch, lr)
     corpus = data.CharCorpus()
     model = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=tie_weights, seed=seed,
                             **TRANSFORMER)
@@ -73,12 +106,11 @@ def transformer_reference(*, steps: int, batch: int, lr: float, seed: int = 0,
 
 
 @experiment("hybrid_dp_tp")
+@preflight(_check_dp_tp)
 def train_dp_tp(*, dp: int = 2, tp: int = 2, steps: int = 3, batch: int = 8, lr: float = 0.5,
                 seed: int = 0) -> dict:
     """Train a tiny transformer with DP x TP on a (dp, tp) mesh; compare with one process."""
-    _check_mesh(dp, tp, "DP x TP")
-    if batch % dp:
-        raise ValueError(f"batch={batch} must split evenly over dp={dp}; use a multiple of {dp}.")
+    _check_dp_tp(dp, tp, steps, batch, lr, runtime.world_size())
     mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
     dp_rank = mesh.get_local_rank("dp")
     corpus = data.CharCorpus()
@@ -143,14 +175,12 @@ class TransformerStage(nn.Module):
 
 
 @experiment("hybrid_pp_dp")
+@preflight(_check_pp_dp)
 def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
                 microbatches: int = 2, schedule: str = "1f1b", lr: float = 0.5,
                 seed: int = 0) -> dict:
     """Train a tiny transformer with PP x DP on a (pp, dp) mesh; compare with one process."""
-    _check_mesh(pp, dp, "PP x DP")
-    if batch % (dp * microbatches):
-        raise ValueError(f"batch={batch} must split into dp={dp} x microbatches={microbatches} "
-                         f"equal parts; use a multiple of {dp * microbatches}.")
+    _check_pp_dp(pp, dp, steps, batch, microbatches, schedule, lr, runtime.world_size())
     mesh = init_device_mesh("cpu", (pp, dp), mesh_dim_names=("pp", "dp"))
     stage, dp_rank = mesh.get_local_rank("pp"), mesh.get_local_rank("dp")
     sched = make_schedule(schedule, pp, microbatches)

@@ -47,6 +47,7 @@ import torch
 import torch.distributed as dist
 
 from .experiments import experiment
+from .validation import in_range, positive_int, positive_number, preflight
 
 __all__ = ["DelayedComm", "DelayedWork", "modeled_step_times", "link_delay", "measure_link",
            "great_circle_km", "SPEED_OF_LIGHT_KM_S", "FIBRE_INDEX"]
@@ -64,6 +65,11 @@ def link_delay(nbytes: int, alpha_s: float, beta_bytes_s: float = math.inf) -> f
 
 def great_circle_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     """Haversine distance in km between two (latitude, longitude) points in degrees."""
+    # Swapped or radian coordinates give a plausible-looking but wrong distance.
+    fix = "pass (latitude, longitude) in degrees, latitude first."
+    for name, value, limit in (("lat1", lat1, 90), ("lon1", lon1, 180), ("lat2", lat2, 90),
+                               ("lon2", lon2, 180)):
+        in_range(name, value, -limit, limit, fix)
     p1, p2 = math.radians(lat1), math.radians(lat2)
     dp, dl = p2 - p1, math.radians(lon2 - lon1)
     a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
@@ -211,11 +217,24 @@ def _summarize_link(results) -> str:
                      for r in results[0])
 
 
+def _check_measure(alphas_ms, nbytes, bandwidth_mbps, repeats) -> None:
+    for alpha_ms in alphas_ms:
+        positive_number("alphas_ms", alpha_ms, "pass latencies in ms, e.g. (0.0, 10.0).",
+                        zero=True)
+    positive_int("nbytes", nbytes, "pass the message size in bytes, at least 4 (one float).",
+                 minimum=4)
+    positive_number("bandwidth_mbps", bandwidth_mbps,
+                    "pass megabits per second, or math.inf for an unlimited link.", inf=True)
+    positive_int("repeats", repeats, "pass how many times to time each latency, e.g. 3.")
+
+
 @experiment("latency_link", summarize=_summarize_link)
+@preflight(_check_measure)
 def measure_link(*, alphas_ms=(0.0, 1.0, 10.0, 50.0), nbytes: int = 100_000,
                  bandwidth_mbps: float = math.inf, repeats: int = 3) -> list[dict]:
     """Time one delayed all-reduce of ``nbytes`` per latency (median of ``repeats``), on
     this rank: from submission to the data in hand, next to ``alpha + bytes/beta``."""
+    _check_measure(alphas_ms, nbytes, bandwidth_mbps, repeats)
     beta = bandwidth_mbps * 1e6 / 8
     group, x, out = dist.new_group(backend="gloo"), torch.zeros(nbytes // 4), []
     for alpha_ms in alphas_ms:

@@ -45,6 +45,7 @@ from torch.utils._pytree import tree_map
 from . import runtime
 from .backends import choose_backend, cpu_cores, max_world_size, validate_launch
 from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, stop
+from .validation import accepts, callable_arg, run_preflight
 
 __all__ = ["launch", "LaunchError", "LaunchTimeout", "LaunchInfo", "choose_backend",
            "cpu_cores", "max_world_size"]
@@ -168,14 +169,21 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     a notebook cell. Returned tensors come back detached and on the CPU.
 
     Raises :class:`LaunchError` if a rank raises or dies, :class:`LaunchTimeout` after
-    ``timeout`` seconds, and ``ValueError`` for bad arguments. In every case all ranks
+    ``timeout`` seconds, and ``TypeError``/``ValueError`` for bad arguments (a
+    non-callable ``fn``, arguments ``fn`` does not take, a bad world size, or values
+    that ``fn``'s :func:`~companion.validation.preflight` check refuses) before any
+    rank starts. In every case all ranks
     are stopped and nothing (process, file, socket) is left behind.
 
     ``world_size``, ``backend`` and ``timeout`` are the launcher's own keywords, so
     ``fn`` cannot receive keyword arguments with those names.
     """
     global last_launch, _last_announced
+    # Every check before the first fork: a typo must not cost N tracebacks from N ranks.
+    callable_arg("fn", fn, "pass the function each rank runs, e.g. launch(my_fn, world_size=2).")
+    accepts("fn", fn, args, kwargs)
     validate_launch(world_size, timeout, backend)
+    run_preflight(fn, args, kwargs, world_size)  # the rank function's own checks (@preflight)
     chosen, reason = choose_backend(backend, world_size)
     threads = 1 if chosen == "nccl" else max(1, cpu_cores() // world_size)
     info = LaunchInfo(world_size, chosen, reason, threads)

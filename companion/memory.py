@@ -22,6 +22,7 @@ import math
 from collections import defaultdict
 
 import torch
+from .validation import positive_number
 
 __all__ = ["PRECISIONS", "OPTIMIZERS", "bytes_per_param", "zero_memory_per_gpu",
            "max_params_that_fit", "activation_memory_per_layer", "communication_volume",
@@ -42,12 +43,10 @@ STAGES = (0, 1, 2, 3)
 
 
 def _positive(name, value, integer=True):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    if integer:
-        ok = ok and float(value).is_integer()
-    if not ok:
-        kind = "a positive integer" if integer else "a positive number"
-        raise ValueError(f"{name} must be {kind}, got {value!r}; pass e.g. {name}=1.")
+    # Whole floats count (7.5e9 parameters is a float), NaN and infinity do not.
+    positive_number(name, value, f"pass e.g. {name}=1.")
+    if integer and not float(value).is_integer():
+        raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=1.")
 
 
 def bytes_per_param(precision: str = "mixed", optimizer: str = "adam") -> dict:

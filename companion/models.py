@@ -16,6 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .validation import positive_int
+
 __all__ = ["TinyMLP", "TinyTransformer", "Block", "CausalSelfAttention", "MLP",
            "count_parameters"]
 
@@ -34,8 +36,9 @@ class TinyMLP(nn.Sequential):
 
     def __init__(self, in_features: int = 64, hidden: int = 128, out_features: int = 10,
                  depth: int = 2, seed: int = 0):
-        if min(in_features, hidden, out_features, depth) < 1:
-            raise ValueError("TinyMLP sizes and depth must all be >= 1.")
+        for name, value in (("in_features", in_features), ("hidden", hidden),
+                            ("out_features", out_features), ("depth", depth)):
+            positive_int(name, value, f"TinyMLP sizes and depth must all be >= 1, e.g. {name}=2.")
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             layers: list[nn.Module] = []
@@ -83,6 +86,8 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()
+        positive_int("d_model", d_model, "pass the model width, e.g. d_model=16.")
+        positive_int("d_ff", d_ff, "pass the feed-forward width, e.g. d_ff=64.")
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
 

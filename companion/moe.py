@@ -26,6 +26,7 @@ from . import comm_log
 from .experiments import experiment
 from .models import MLP
 from .sequence_parallel import AllToAll
+from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["route", "dispatch", "MoE", "ExpertParallelMoE", "compare_moe"]
 
@@ -36,6 +37,7 @@ def route(logits: torch.Tensor, top_k: int, capacity: int):
     Returns ``(token, expert, slot, gate)`` for the kept assignments, 1-D each, in
     priority order: the k-th choices of all tokens before the (k+1)-th."""
     n_tokens, n_experts = logits.shape
+    positive_int("capacity", capacity, "pass the slots per expert, at least 1.")
     if not 1 <= top_k <= n_experts:
         raise ValueError(f"top_k={top_k} must be between 1 and the number of experts ({n_experts}).")
     probs = logits.softmax(dim=-1)
@@ -51,8 +53,7 @@ def route(logits: torch.Tensor, top_k: int, capacity: int):
 
 
 def _capacity(n_tokens, top_k, n_experts, capacity_factor):
-    if capacity_factor <= 0:
-        raise ValueError(f"capacity_factor must be > 0, got {capacity_factor}.")
+    positive_number("capacity_factor", capacity_factor, "1.25 leaves a quarter of slack.")
     return max(1, math.ceil(capacity_factor * n_tokens * top_k / n_experts))
 
 
@@ -77,8 +78,10 @@ class MoE(nn.Module):
     def __init__(self, d_model: int = 16, d_ff: int = 32, n_experts: int = 4,
                  top_k: int = 1, capacity_factor: float = 1.25, seed: int = 0):
         super().__init__()
-        if min(d_model, d_ff, n_experts) < 1:
-            raise ValueError("MoE sizes must all be >= 1.")
+        for name, value in (("d_model", d_model), ("d_ff", d_ff), ("n_experts", n_experts),
+                            ("top_k", top_k)):
+            positive_int(name, value, "MoE sizes must all be >= 1.")
+        _capacity(1, top_k, n_experts, capacity_factor)  # refuses a NaN or <= 0 factor now
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.router = nn.Linear(d_model, n_experts, bias=False)
@@ -139,10 +142,24 @@ def _max_diff(a, b) -> float:
     return (a.detach().double() - b.detach().double()).abs().max().item()
 
 
+def _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dtype,
+                   world_size=1) -> None:
+    one_of("dtype", dtype, ("float64", "float32"))
+    positive_int("tokens", tokens, "pass the tokens per rank, e.g. tokens=16.")
+    MoE(d_model, d_ff, n_experts, top_k, capacity_factor)  # its constructor checks the sizes
+    if not top_k <= n_experts:
+        raise ValueError(f"top_k={top_k} must be between 1 and the number of experts "
+                         f"({n_experts}).")
+    if n_experts % world_size:
+        raise ValueError(f"n_experts={n_experts} is not divisible by {world_size} ranks; "
+                         f"use a multiple of {world_size} experts.")
+
+
 @experiment("moe_expert_parallel", summarize=lambda rs: (
     "max |diff| vs single-process MoE: " + ", ".join(
         f"{k} {max(r[k] for r in rs):.1e}" for k in ("out", "x_grad", "router_grad", "expert_grad"))
     + f"; dropped per rank {[r['dropped'] for r in rs]}"))
+@preflight(_check_compare)
 def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 4,
                 tokens: int = 16, d_model: int = 16, d_ff: int = 32, seed: int = 0,
                 dtype: str = "float64") -> dict:
@@ -153,9 +170,10 @@ def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 
     collectives per phase, and routing statistics."""
     import torch.distributed as dist
 
+    _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dtype)
     dt = getattr(torch, dtype)
-    rank, size = dist.get_rank(), dist.get_world_size()
     full = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed).to(dt)
+    rank, size = dist.get_rank(), dist.get_world_size()
     ep = ExpertParallelMoE(full)
     gen = torch.Generator().manual_seed(seed + 1)
     xs = [torch.randn(1, tokens, d_model, generator=gen, dtype=dt, requires_grad=True) for _ in range(size)]

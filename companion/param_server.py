@@ -24,17 +24,41 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from . import runtime
 from .collectives import ALL_REDUCE_ALGORITHMS, traffic
 from .collectives.traffic import exchange
 from .data import digits_batch, load_digits
 from .experiments import experiment
 from .models import TinyMLP
+from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["single_process_train", "parameter_server_train", "all_reduce_train"]
 
 
 def _flat_grad(model) -> torch.Tensor:
     return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+
+
+def _check(steps, batch_size, lr, hidden, algorithm="ring", world_size=1) -> None:
+    # Before the first collective, so a launched run fails on every rank the same way.
+    positive_int("steps", steps, "pass the number of SGD steps, e.g. steps=20.")
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=48.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.5.")
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=64.")
+    one_of("algorithm", algorithm, ALL_REDUCE_ALGORITHMS, "choose one of these, e.g. 'ring'.")
+    if batch_size % world_size:
+        raise ValueError(f"batch_size={batch_size} does not split over {world_size} ranks; "
+                         f"use a multiple of {world_size}.")
+
+
+def _check_server(steps, batch_size, lr, hidden, world_size) -> None:
+    _check(steps, batch_size, lr, hidden)
+    if world_size < 2:
+        raise ValueError("a parameter server needs at least one worker: use world_size >= 2.")
+    workers = world_size - 1
+    if batch_size % workers:
+        raise ValueError(f"batch_size={batch_size} does not split over {workers} workers; "
+                         f"use a multiple of {workers}.")
 
 
 def _sgd_(model, grad: torch.Tensor, lr: float) -> None:
@@ -53,6 +77,7 @@ def _local_gradient(model, x, y) -> tuple[torch.Tensor, float]:
 def single_process_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                          hidden: int = 64, data=None) -> dict:
     """The reference: one process, the whole global batch, plain SGD."""
+    _check(steps, batch_size, lr, hidden)
     data = load_digits() if data is None else data
     model = TinyMLP(hidden=hidden)
     losses = []
@@ -71,6 +96,7 @@ def _ps_summary(results) -> str:
 
 
 @experiment("collectives_parameter_server", summarize=_ps_summary)
+@preflight(_check_server)
 def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                            hidden: int = 64, data=None) -> dict:
     """Rank 0 is the server, ranks 1..N-1 the workers; the five steps of L19 p.33-42.
@@ -80,13 +106,9 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
     after its gradient), a worker's are its own slice's; the server also returns the
     final ``params``.
     """
+    _check_server(steps, batch_size, lr, hidden, runtime.world_size())
     n, r = dist.get_world_size(), dist.get_rank()
-    if n < 2:
-        raise ValueError("a parameter server needs at least one worker: use world_size >= 2.")
     workers = n - 1
-    if batch_size % workers:
-        raise ValueError(f"batch_size={batch_size} does not split over {workers} workers; "
-                         f"use a multiple of {workers}.")
     data = load_digits() if data is None else data
     model = TinyMLP(hidden=hidden)  # same seed everywhere; only the server's copy is trained
     weights = parameters_to_vector(model.parameters()).detach().clone()
@@ -122,13 +144,12 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
 
 
 @experiment("collectives_all_reduce_training")
+@preflight(_check)
 def all_reduce_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                      hidden: int = 64, algorithm: str = "ring", data=None) -> dict:
     """Every rank a replica and a slice of the batch; gradients averaged by ``algorithm``."""
+    _check(steps, batch_size, lr, hidden, algorithm, runtime.world_size())
     n, r = dist.get_world_size(), dist.get_rank()
-    if algorithm not in ALL_REDUCE_ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of "
-                         f"{sorted(ALL_REDUCE_ALGORITHMS)}.")
     data = load_digits() if data is None else data
     model = TinyMLP(hidden=hidden)
     all_reduce = ALL_REDUCE_ALGORITHMS[algorithm]

@@ -23,6 +23,8 @@ import socket
 import torch
 import torch.distributed as dist
 
+from .validation import nonnegative_int, one_of, positive_int, positive_number
+
 __all__ = [
     "setup_process_group",
     "teardown_process_group",
@@ -96,6 +98,16 @@ def setup_process_group(
             "from torchrun's RANK/WORLD_SIZE environment variables; start the script "
             "with `torchrun --nproc-per-node N ...` or call companion.launch(fn)."
         )
+    # Checked here, not by init_process_group: a world_size of 0 or a rank past the end
+    # would otherwise wait at the rendezvous until the timeout.
+    world_size = positive_int("world_size", world_size, "pass the number of ranks, such as 2.")
+    rank = nonnegative_int("rank", rank, "ranks are numbered from 0.")
+    if rank >= world_size:
+        raise ValueError(f"rank={rank} must be below world_size={world_size}; ranks are "
+                         f"numbered 0..{world_size - 1}.")
+    one_of("backend", backend, ("gloo", "nccl"),
+           "use 'gloo' on the CPU or 'nccl' with one GPU per rank.")
+    positive_number("timeout", timeout, "pass the seconds a collective may take, such as 60.")
     if init_method is None:
         init_method = "env://"
     if loopback_only:

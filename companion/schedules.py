@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["lr_at"]
+from .validation import positive_int
+
+__all__ = ["lr_at", "SCHEDULES"]
+
+SCHEDULES = ("constant", "cosine")
 
 
 def lr_at(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
@@ -13,6 +17,7 @@ def lr_at(lr: float, step: int, steps: int, schedule: str = "constant") -> float
     late lumps of accumulated velocity (notebook 07) would otherwise leave the final
     accuracy mid-swing.
     """
+    positive_int("steps", steps, "pass the length of the run in steps, e.g. steps=300.")
     if schedule == "constant":
         return lr
     if schedule == "cosine":

@@ -30,6 +30,7 @@ import torch.distributed as dist
 from . import comm_log
 from .experiments import experiment
 from .models import attention
+from .validation import one_of, positive_int, preflight
 
 __all__ = ["SequenceParallelBlock", "benchmark_layer", "AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention",
            "ring_attention", "hybrid_groups", "hybrid_attention", "p2p_all_to_all"]
@@ -196,8 +197,9 @@ def hybrid_groups(ulysses_size: int):
     """(ulysses group, ring group) of this rank for ``ulysses_size`` ranks per Ulysses
     group: ranks ``[g*U, (g+1)*U)`` form Ulysses group g; ranks with the same position
     u in their Ulysses group form ring u. Every rank must call this (collectively)."""
+    positive_int("ulysses_size", ulysses_size, "pass the ranks per Ulysses group, e.g. 2.")
     n = dist.get_world_size()
-    if ulysses_size < 1 or n % ulysses_size:
+    if n % ulysses_size:
         raise ValueError(f"ulysses_size={ulysses_size} must divide the world size {n}.")
     rings = n // ulysses_size
     me = dist.get_rank()
@@ -234,7 +236,30 @@ def _attention_summary(results: list) -> str:
             f"forward {r['forward']}, backward {r['backward']}")
 
 
+def _check_seq(seq, world_size) -> None:
+    if seq % world_size:
+        raise ValueError(f"seq={seq} is not divisible by {world_size} ranks; use a multiple of "
+                         f"{world_size}.")
+
+
+def _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size,
+                     world_size=1) -> None:
+    one_of("method", method, ("ulysses", "ring", "hybrid"))
+    one_of("dtype", dtype, ("float64", "float32", "bfloat16", "float16"))
+    for name, value in (("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim),
+                        ("ulysses_size", ulysses_size)):
+        positive_int(name, value, f"pass a whole number such as {name}=8.")
+    _check_seq(seq, world_size)
+    group = {"ulysses": world_size, "hybrid": ulysses_size}.get(method)
+    if method == "hybrid" and world_size % ulysses_size:
+        raise ValueError(f"ulysses_size={ulysses_size} must divide the world size {world_size}.")
+    if group and heads % group:
+        raise ValueError(f"Ulysses needs heads divisible by the group size: {heads} heads "
+                         f"over {group} ranks; use a multiple of {group} heads.")
+
+
 @experiment("sp_attention", summarize=_attention_summary)
+@preflight(_check_attention)
 def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
                       heads: int = 4, seq: int = 16, head_dim: int = 8,
                       dtype: str = "float64", seed: int = 0, impl: str = "torch",
@@ -246,8 +271,7 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
     shard), the collectives issued per phase, the ring trace, and for Ulysses the
     token positions and heads this rank holds between the two all-to-alls."""
     rank, size = _rank_size(None)
-    if seq % size:
-        raise ValueError(f"seq={seq} is not divisible by {size} ranks; use a multiple of {size}.")
+    _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size, size)
     dt = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(seed)
     q, k, v, dout = (torch.randn(batch, heads, seq, head_dim, generator=gen, dtype=dt)
@@ -338,9 +362,18 @@ class SequenceParallelBlock(torch.nn.Module):
                 p.grad = comm_log.all_reduce(p.grad, self.group, label="grad_sync")
 
 
+def _check_benchmark(method, steps, batch, seq, d_model, heads, world_size=1) -> None:
+    one_of("method", method, ("single", "tp", "tp_sp", "ulysses", "ring"))
+    for name, value in (("steps", steps), ("batch", batch), ("seq", seq), ("d_model", d_model),
+                        ("heads", heads)):
+        positive_int(name, value, f"pass a whole number such as {name}=8.")
+    _check_seq(seq, world_size)
+
+
 @experiment("sp_benchmark_layer", summarize=lambda rs: (
     f"{1e3 * rs[0]['seconds']:.1f} ms/step, {rs[0]['bytes']:.0f} bytes sent per rank, "
     f"max diff {rs[0]['max_diff']:.1e}"))
+@preflight(_check_benchmark)
 def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int = 256,
                     d_model: int = 128, heads: int = 8, seed: int = 0) -> dict:
     """Rank function: median seconds per forward+backward of one transformer block and
@@ -352,9 +385,9 @@ def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int
     from .models import Block
     from .tensor_parallel import ParallelBlock
 
+    _check_benchmark(method, steps, batch, seq, d_model, heads)
     rank, size = _rank_size(None)
-    if seq % size:
-        raise ValueError(f"seq={seq} is not divisible by {size} ranks; use a multiple of {size}.")
+    _check_seq(seq, size)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         full = Block(d_model, heads, 4 * d_model)

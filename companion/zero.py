@@ -30,18 +30,23 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .memory import CommLedger
+from .validation import nonnegative_int, positive_int
 
 __all__ = ["ShardedOptimizer", "chunk_size", "chunk_bounds", "pack_chunks", "unpack_chunks"]
 
 
 def chunk_size(numel: int, world_size: int) -> int:
     """c = ceil(numel / N): the padded size of every rank's chunk."""
+    nonnegative_int("numel", numel, "pass the tensor's element count.")
+    positive_int("world_size", world_size, "pass the number of ranks sharing it.")
     return math.ceil(numel / world_size)
 
 
 def chunk_bounds(numel: int, world_size: int, rank: int) -> tuple[int, int]:
     """Rank ``rank``'s element range [lo, hi) of a flattened tensor of ``numel`` elements."""
     c = chunk_size(numel, world_size)
+    if not 0 <= nonnegative_int("rank", rank) < world_size:
+        raise ValueError(f"rank={rank} must be below world_size={world_size}.")
     return min(rank * c, numel), min((rank + 1) * c, numel)
 
 
@@ -83,6 +88,9 @@ class ShardedOptimizer(torch.optim.Optimizer):
         if stage not in (1, 2):
             raise ValueError(f"ShardedOptimizer implements ZeRO stages 1 and 2, got stage={stage}; "
                              "use companion.DDP for stage 0 and companion.FSDP for stage 3.")
+        if not (isinstance(optimizer_cls, type) and issubclass(optimizer_cls, torch.optim.Optimizer)):
+            raise TypeError(f"optimizer_cls must be a torch.optim.Optimizer class, got "
+                            f"{optimizer_cls!r}; pass e.g. torch.optim.AdamW (not an instance).")
         self.stage = stage
         self.world_size, self.rank = dist.get_world_size(), dist.get_rank()
         self.ledger = CommLedger(self.world_size)

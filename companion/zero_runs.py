@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from .validation import accepts, one_of, positive_int, positive_number, preflight, run_preflight
 from .zero import ShardedOptimizer
 
 
@@ -121,7 +122,21 @@ def _register(fn):
     return experiment("zero_train", summarize=_summarize_train)(fn)
 
 
+def _check_train(strategy, steps, optimizer, lr, batch_size, seq_len, d_model, n_layers,
+                 world_size=1) -> None:
+    one_of("strategy", strategy, STRATEGIES)
+    one_of("optimizer", optimizer, ("adamw", "sgd"))
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("seq_len", seq_len),
+                        ("d_model", d_model), ("n_layers", n_layers)):
+        positive_int(name, value, f"pass a whole number >= 1 for {name}.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.01.")
+    if batch_size % world_size:
+        raise ValueError(f"batch_size={batch_size} does not split over {world_size} ranks; use a "
+                         f"multiple of {world_size}.")
+
+
 @_register
+@preflight(_check_train)
 def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: float = 1e-2,
           batch_size: int = 8, seq_len: int = 16, d_model: int = 32, n_layers: int = 2,
           freeze: bool = True, bucket_size_mb=None, compute_dtype=None,
@@ -135,17 +150,15 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
     from .data import CharCorpus, shard
     from .memory import held_bytes
 
+    distributed = dist.is_available() and dist.is_initialized()
+    rank, n = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    _check_train(strategy, steps, optimizer, lr, batch_size, seq_len, d_model, n_layers, n)
     if isinstance(compute_dtype, str):
         compute_dtype = getattr(torch, compute_dtype)
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
-    distributed = dist.is_available() and dist.is_initialized()
-    rank, n = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     if strategy != "single" and not distributed:
         raise ValueError(f"strategy {strategy!r} needs ranks: run it with companion.launch.")
-    if batch_size % n:
-        raise ValueError(f"batch_size={batch_size} does not split over {n} ranks; use a "
-                         f"multiple of {n}.")
     corpus = CharCorpus()
     dev = torch.device("cpu")
     if distributed:
@@ -194,7 +207,15 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
             "timeline": getattr(net, "timeline", None)}
 
 
+def _check_many(configs, world_size=1) -> None:
+    for config in configs:
+        accepts("configs", train, (), config, "each entry is a dict of train()'s keywords.")
+        run_preflight(train, (), config, world_size)
+
+
+@preflight(_check_many)
 def train_many(configs) -> list:
     """Run :func:`train` once per keyword dict in ``configs`` on the same ranks (one launch
     instead of many; notebook 03 and the tests use it)."""
+    _check_many(configs)  # every config before the first one trains
     return [train(**config) for config in configs]

@@ -82,7 +82,8 @@ def test_ulysses_layout_and_ring_trace(runs):
     ({"method": "ring", "seq": 18}, "seq=18 is not divisible"),
 ])
 def test_bad_sizes_raise_value_error(kwargs, message):
-    with pytest.raises(companion.LaunchError, match=f"ValueError: .*{message}"):
+    # Refused in the parent by compare_attention's preflight check: no rank starts.
+    with pytest.raises(ValueError, match=message):
         companion.launch(compare_attention, world_size=4, **kwargs)
 
 

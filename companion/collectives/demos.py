@@ -14,13 +14,26 @@ from .all_reduce import ALL_REDUCE_ALGORITHMS
 from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
                          scatter)
 from .traffic import traffic
+from ..validation import one_of, positive_int, preflight
 
 __all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep",
            "exercise_input"]
 
 
+def _check_numel(numel) -> None:
+    positive_int("numel", numel, "pass the number of elements, e.g. numel=4.")
+
+
+def _check_record(names, numel) -> None:
+    for name in names:
+        one_of("names", name, [*ALL_REDUCE_ALGORITHMS, "reduce_scatter", "all_gather"])
+    _check_numel(numel)
+
+
+@preflight(_check_numel)
 def rank_values(numel: int = 4) -> torch.Tensor:
     """Rank r's demo tensor ``[10r+1, 10r+2, ...]``: sums stay readable and exact."""
+    _check_numel(numel)
     return torch.arange(1, numel + 1, dtype=torch.float32) + 10 * dist.get_rank()
 
 
@@ -34,9 +47,10 @@ def _table(results) -> str:
 
 
 @experiment("collectives_primitives", summarize=_table)
+@preflight(_check_numel)
 def primitives_demo(numel: int = 4) -> dict:
     """Every primitive once on :func:`rank_values`; per primitive (result, traffic summary)."""
-    x, n = rank_values(numel), dist.get_world_size()
+    x, n = rank_values(numel), dist.get_world_size()  # rank_values checks numel
     calls = {
         "broadcast": lambda: broadcast(x, src=0),
         "reduce": lambda: reduce(x, dst=0),
@@ -55,6 +69,7 @@ def primitives_demo(numel: int = 4) -> dict:
 
 
 @experiment("collectives_all_reduce", summarize=_table)
+@preflight(_check_numel)
 def all_reduce_demo(numel: int = 4) -> dict:
     """Every all-reduce algorithm and ``dist.all_reduce`` on :func:`rank_values`."""
     x = rank_values(numel)
@@ -69,12 +84,14 @@ def all_reduce_demo(numel: int = 4) -> dict:
     return out
 
 
+@preflight(_check_record)
 def record(*names: str, numel: int = 8):
     """The :class:`Traffic` of the named collectives run one after another on one tensor.
 
     Names are all-reduce algorithms, or "reduce_scatter" then "all_gather" (the second
     gathers the chunks the first produced), so notebook 01 can replay any of them.
     """
+    _check_record(names, numel)
     x = rank_values(numel)
     n = dist.get_world_size()
     with traffic() as t:
@@ -91,8 +108,10 @@ def record(*names: str, numel: int = 8):
 
 
 @experiment("collectives_traffic_sweep")
+@preflight(_check_numel)
 def traffic_sweep(numel: int = 4096) -> dict:
     """Per algorithm, this rank's traffic summary for one all-reduce of ``numel`` floats."""
+    _check_numel(numel)
     x = torch.ones(numel)
     out = {}
     for name, fn in ALL_REDUCE_ALGORITHMS.items():

@@ -27,6 +27,8 @@ import math
 import torch
 import torch.distributed as dist
 
+from .. import runtime
+from ..validation import nonnegative_int
 from .traffic import chunk_offsets, chunk_sizes, exchange, note_initial
 
 __all__ = ["broadcast", "reduce", "scatter", "gather", "all_gather", "reduce_scatter",
@@ -35,7 +37,25 @@ __all__ = ["broadcast", "reduce", "scatter", "gather", "all_gather", "reduce_sca
 _MAX_DIMS = 8  # all-to-all shape messages have a fixed length so receivers can size them
 
 
+def _check_tensor(tensor, name: str = "tensor") -> None:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}; "
+                        "wrap the values with torch.tensor(...).")
+
+
+def _check_root(name: str, root, tensor) -> None:
+    # A root outside 0..N-1 would be wrapped round by the modular arithmetic below into
+    # some other rank: a silently wrong result rather than an error.
+    _check_tensor(tensor)
+    nonnegative_int(name, root, "pass a rank number, e.g. 0.")
+    n = runtime.world_size()
+    if root >= n:
+        raise ValueError(f"{name}={root} is not a rank of this group of {n}; "
+                         f"pass a rank in 0..{n - 1}.")
+
+
 def check_op(op: str, tensor: torch.Tensor) -> None:
+    _check_tensor(tensor)
     if op not in ("sum", "avg"):
         raise ValueError(f"op must be 'sum' or 'avg', got {op!r}.")
     if op == "avg" and not tensor.is_floating_point():
@@ -63,6 +83,7 @@ def broadcast(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
     already has the data sends it ``d`` ranks further, so the number of holders doubles
     each round.
     """
+    _check_root("src", src, tensor)
     n, r = dist.get_world_size(), dist.get_rank()
     buf = tensor.detach().clone().contiguous().view(-1)
     note_initial("broadcast", [(0, buf.numel())] if r == src else [])
@@ -85,6 +106,7 @@ def reduce(tensor: torch.Tensor, dst: int = 0, op: str = "sum"):
     (smallest first) rank ``vr`` with ``vr % 2d == d`` sends its partial sum to
     ``vr - d`` and drops out.
     """
+    _check_root("dst", dst, tensor)
     check_op(op, tensor)
     n, r = dist.get_world_size(), dist.get_rank()
     acc = tensor.detach().clone().contiguous().view(-1)
@@ -106,6 +128,7 @@ def reduce(tensor: torch.Tensor, dst: int = 0, op: str = "sum"):
 
 def scatter(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
     """Chunk ``rank`` of ``src``'s flattened tensor (1-D); all ranks pass the same shape."""
+    _check_root("src", src, tensor)
     n, r = dist.get_world_size(), dist.get_rank()
     flat = tensor.detach().contiguous().view(-1)
     off = chunk_offsets(flat.numel(), n)
@@ -121,6 +144,7 @@ def scatter(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
 
 def gather(tensor: torch.Tensor, dst: int = 0):
     """On ``dst``: the list of every rank's tensor (all the same shape); ``None`` elsewhere."""
+    _check_root("dst", dst, tensor)
     n, r = dist.get_world_size(), dist.get_rank()
     mine = tensor.detach().contiguous()
     if r != dst:
@@ -191,6 +215,7 @@ def all_gather(tensor: torch.Tensor, sizes: list[int] | None = None) -> list[tor
     of elements of each rank's tensor, e.g. the chunks of :func:`reduce_scatter`) the
     pieces may differ in size and come back flat.
     """
+    _check_tensor(tensor)
     n, r = dist.get_world_size(), dist.get_rank()
     mine = tensor.detach().contiguous().view(-1)
     if sizes is None:
@@ -220,6 +245,8 @@ def all_to_all(inputs: list[torch.Tensor], output_shapes=None) -> list[torch.Ten
     kind "meta") tells them. Pairwise exchange: round s sends to ``r+s`` and receives
     from ``r-s``, so every pair meets exactly once.
     """
+    for j, x in enumerate(inputs):
+        _check_tensor(x, f"inputs[{j}]")
     n, r = dist.get_world_size(), dist.get_rank()
     if len(inputs) != n:
         raise ValueError(f"all_to_all needs one tensor per rank: {n} ranks, got {len(inputs)}.")

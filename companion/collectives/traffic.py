@@ -17,6 +17,7 @@ import dataclasses
 
 import torch
 import torch.distributed as dist
+from ..validation import nonnegative_int, positive_int
 
 __all__ = ["Message", "Traffic", "traffic", "exchange", "chunk_sizes", "chunk_offsets"]
 
@@ -137,8 +138,8 @@ def exchange(sends=(), recvs=(), collective: str = "") -> None:
 
 def chunk_sizes(numel: int, parts: int) -> list[int]:
     """Sizes of ``torch.tensor_split`` into ``parts``: the first ``numel % parts`` get one more."""
-    if parts < 1:
-        raise ValueError(f"parts must be >= 1, got {parts}.")
+    nonnegative_int("numel", numel, "pass the element count of the tensor.")
+    positive_int("parts", parts, "pass the number of chunks, usually the world size.")
     base, extra = divmod(numel, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
 

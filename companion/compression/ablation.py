@@ -23,8 +23,10 @@ from ..experiments import experiment
 from ..schedules import lr_at
 from .sparse import ABLATION
 from .stacked import train_stacked
-from .train import BiasFreeMLP, MomentumSGD, _accuracy, make_compressor, split_digits
+from .train import (BiasFreeMLP, MomentumSGD, _accuracy, _check_compressor, check_run,
+                    make_compressor, split_digits)
 from .wire import all_gather_payloads, payload_bytes
+from ..validation import accepts, preflight, run_preflight
 
 __all__ = ["ablation_settings", "train_many", "ablation"]
 
@@ -43,22 +45,31 @@ def ablation_settings(row: str, *, clip_norm: float, warmup_steps: int, density:
             "warmup_steps": warmup_steps if flags.get("warmup") else 0}
 
 
+def _check_many(runs, steps, lr, momentum, global_batch, hidden, eval_every, schedule,
+                world_size=1) -> None:
+    check_run(steps, lr, global_batch, hidden, eval_every, world_size, schedule)
+    for settings in runs:
+        settings = dict(settings)
+        seed, method = settings.pop("seed", 0), settings.pop("method", None)
+        if method == "powersgd":
+            raise ValueError("PowerSGD all-reduces its own factors and cannot share the "
+                             "all-gather; run it with train().")
+        _check_compressor(method, momentum, seed, settings)
+
+
+@preflight(_check_many)
 def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
                global_batch: int = 64, hidden: int = 128, eval_every: int = 25,
                schedule: str = "constant", data=None) -> list[dict]:
     """Train one model per entry of ``runs`` (each: ``seed`` plus :func:`train`'s
     compressor settings; any method but PowerSGD), one shared all-gather per step."""
     world, rank = runtime.world_size(), runtime.rank()
-    if global_batch % world:
-        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size {world}.")
+    _check_many(runs, steps, lr, momentum, global_batch, hidden, eval_every, schedule, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
     state = []
     for settings in runs:
         settings = dict(settings)
         seed, method = settings.pop("seed", 0), settings.pop("method")
-        if method == "powersgd":
-            raise ValueError("PowerSGD all-reduces its own factors and cannot share the "
-                             "all-gather; run it with train().")
         model = BiasFreeMLP(hidden=hidden, seed=seed)
         params = list(model.parameters())
         comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
@@ -105,7 +116,22 @@ def _ablation_summary(results) -> str:
     return "\n".join(rows)
 
 
+def _ablation_runs(seeds, rows, density, clip_norm, warmup_steps) -> list[dict]:
+    return [dict(seed=s, **ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
+                                             density=density)) for row in rows for s in seeds]
+
+
+def _check_ablation(seeds, rows, density, clip_norm, warmup_steps, train_kwargs,
+                    world_size=1) -> None:
+    runs = _ablation_runs(seeds, list(rows or ["dense", *ABLATION]), density, clip_norm,
+                          warmup_steps)
+    accepts("train_kwargs", train_stacked, (runs,), train_kwargs,
+            "pass only train_stacked()'s keywords (steps, lr, global_batch, ...).")
+    run_preflight(train_stacked, (runs,), train_kwargs, world_size)
+
+
 @experiment("compression_ablation", summarize=_ablation_summary)
+@preflight(_check_ablation)
 def ablation(*, seeds=(0, 1, 2, 3, 4), rows=None, density: float = 0.001, clip_norm: float = 0.5,
              warmup_steps: int = 48, **train_kwargs) -> dict:
     """Every row of the DGC ablation for every seed: ``{row: [run per seed, ...]}``.
@@ -114,7 +140,6 @@ def ablation(*, seeds=(0, 1, 2, 3, 4), rows=None, density: float = 0.001, clip_n
     2,000 steps by default): DGC needs thousands of steps at 99.9% sparsity.
     """
     rows = list(rows or ["dense", *ABLATION])
-    runs = [dict(seed=s, **ablation_settings(row, clip_norm=clip_norm, warmup_steps=warmup_steps,
-                                             density=density)) for row in rows for s in seeds]
+    runs = _ablation_runs(seeds, rows, density, clip_norm, warmup_steps)
     done = iter(train_stacked(runs, **train_kwargs))
     return {row: [next(done) for _ in seeds] for row in rows}

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from ..validation import fraction
+
 __all__ = ["alexnet_shapes", "resnet50_shapes", "split_counts", "sparse_bytes", "MiB"]
 
 MiB = 2**20
@@ -59,6 +61,7 @@ def sparse_bytes(shapes: list[tuple], density: float, value_bytes: int = 4, inde
                  prune_vectors: bool = False) -> int:
     """Bytes of one sparse gradient: ``ceil(density * numel)`` (value, index) pairs per
     pruned tensor; unpruned vectors cost ``value_bytes`` per number."""
+    fraction("density", density, "99.9% sparsity is density=0.001.")
     total = 0
     for s in shapes:
         numel = math.prod(s)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
+from ..validation import positive_int
 
 __all__ = ["PowerSGD", "orthonormalize", "torch_powersgd_bytes"]
 
@@ -98,6 +99,7 @@ class PowerSGD:
 def torch_powersgd_bytes(shapes: list[tuple], rank: int, min_compression_rate: float = 0.0) -> int:
     """Bytes per step of torch's ``powerSGD_hook`` for these gradient shapes (fp32): a
     matrix it compresses costs ``(n + m) r``, anything else ``n m`` numbers."""
+    positive_int("rank", rank, "pass the low-rank size, e.g. rank=2.")
     total = 0
     for shape in shapes:
         numel = int(torch.tensor(shape).prod()) if shape else 1

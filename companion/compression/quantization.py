@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from .wire import all_gather_payloads, pack_bits, payload_bytes, unpack_bits
+from ..validation import fraction, positive_number
 
 __all__ = ["OneBit", "Threshold", "TernGrad", "TopKNoFeedback", "QuantizedExchange"]
 
@@ -58,8 +59,7 @@ class Threshold:
     fixed_size = False  # how many entries pass the threshold differs by rank and step
 
     def __init__(self, tau: float):
-        if tau <= 0:
-            raise ValueError(f"tau must be positive, got {tau}.")
+        positive_number("tau", tau, "pass the threshold, e.g. tau=0.01.")
         self.tau = tau
 
     def encode(self, x: torch.Tensor) -> dict:
@@ -109,6 +109,7 @@ class TopKNoFeedback:
 
     def __init__(self, density: float):
         from .sparse import decode_topk, encode_topk
+        fraction("density", density, "99.9% sparsity is density=0.001.")
         self.density, self._encode, self._decode = density, encode_topk, decode_topk
 
     def encode(self, x):

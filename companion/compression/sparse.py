@@ -31,6 +31,7 @@ import math
 import torch
 
 from .wire import all_gather_payloads, index_dtype, payload_bytes
+from ..validation import fraction
 
 __all__ = ["momentum_correction", "topk_indices", "encode_topk", "decode_topk", "density_schedule", "lr_warmup",
            "DGCConfig", "DGC", "ABLATION"]
@@ -88,6 +89,7 @@ def decode_topk(payload: dict, like: torch.Tensor) -> torch.Tensor:
 
 def density_schedule(step: int, final_density: float, warmup_steps: int, stages: int = 4) -> float:
     """DGC's exponential sparsity warm-up: density 1/4, 1/16, ... per stage, then final."""
+    fraction("final_density", final_density, "99.9% sparsity is final_density=0.001.")
     if warmup_steps <= 0 or step >= warmup_steps:
         return final_density
     stage = step * stages // warmup_steps

@@ -32,7 +32,8 @@ from .. import runtime
 from ..schedules import lr_at
 from ..data import global_batch_indices, shard
 from .sparse import DGCConfig, density_schedule, lr_warmup
-from .train import BiasFreeMLP, split_digits
+from .train import BiasFreeMLP, check_run, split_digits
+from ..validation import positive_int, preflight
 
 __all__ = ["train_stacked"]
 
@@ -188,6 +189,14 @@ def _exchange(grads: torch.Tensor, n_dense: int, payload, sizes: list[int]) -> t
     return total
 
 
+def _check_stacked(runs, steps, lr, momentum, schedule, global_batch, hidden, eval_every,
+                   progress_every, world_size=1) -> list[dict]:
+    check_run(steps, lr, global_batch, hidden, eval_every, world_size, schedule)
+    positive_int("progress_every", progress_every, "pass 0 for no progress lines.", minimum=0)
+    return _settings(runs, momentum)
+
+
+@preflight(_check_stacked)
 def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
                   momentum: float = 0.95, schedule: str = "cosine", global_batch: int = 64,
                   hidden: int = 128, eval_every: int = 250, progress_every: int = 0,
@@ -204,12 +213,9 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
     artefact of stacking that a single run would not send.
     """
     world, rank = runtime.world_size(), runtime.rank()
-    if global_batch % world:
-        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size {world}.")
-    if steps < 1 or eval_every < 1:
-        raise ValueError(f"steps and eval_every must be >= 1, got {steps} and {eval_every}.")
+    given = _check_stacked(runs, steps, lr, momentum, schedule, global_batch, hidden, eval_every,
+                           progress_every, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
-    given = _settings(runs, momentum)
     # Dense runs first, so each group is a slice (a view) of the stacked tensors.
     order = sorted(range(len(given)), key=lambda i: given[i]["method"] != "dense")
     settings = [given[i] for i in order]

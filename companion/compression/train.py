@@ -24,6 +24,7 @@ from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
 from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
+from ..validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train",
            "densification", "train_torch_powersgd", "split_digits", "METHODS", "TEST_SIZE"]
@@ -38,6 +39,8 @@ def BiasFreeMLP(hidden: int = 128, depth: int = 1, seed: int = 0) -> nn.Sequenti
     (With biases, the dense vectors would dominate a tiny model's payload at 99.9%
     sparsity; the notebook shows that effect with the lecture's models instead.)
     """
+    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
+    positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=1.")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         layers, width = [], 64
@@ -126,6 +129,31 @@ def make_compressor(method: str, params_like, *, density=0.001, momentum=0.9, se
     raise ValueError(f"unknown method {method!r}; pick one of {', '.join(METHODS)}.")
 
 
+def check_run(steps, lr, global_batch, hidden, eval_every, world_size=1,
+              schedule="constant") -> None:
+    """The training sizes every entry point shares, checked before any rank computes."""
+    for name, value in (("steps", steps), ("global_batch", global_batch), ("hidden", hidden),
+                        ("eval_every", eval_every)):
+        positive_int(name, value, f"pass a whole number such as {name}=64.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.1.")
+    one_of("schedule", schedule, ("constant", "cosine"))
+    if global_batch % world_size:
+        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size "
+                         f"{world_size}; use e.g. {world_size * (global_batch // world_size + 1)}.")
+
+
+def _check_compressor(method, momentum, seed, options) -> None:
+    # A stand-in parameter is enough for each compressor's constructor to check the method
+    # and its settings (density, rank, tau, a misspelt option), with no data loaded yet.
+    make_compressor(method, [torch.zeros(2, 2)], momentum=momentum, seed=seed, **options)
+
+
+def _check_train(method, steps, lr, momentum, global_batch, hidden, seed, eval_every,
+                 schedule, options, world_size=1) -> None:
+    check_run(steps, lr, global_batch, hidden, eval_every, world_size, schedule)
+    _check_compressor(method, momentum, seed, options)
+
+
 def split_digits():
     """``((x_train, y_train), (x_test, y_test))``. Load it once in the notebook and pass it
     as ``data=`` to every launch: a rank that calls ``load_digits`` itself imports
@@ -147,6 +175,7 @@ def _summary(results) -> str:
 
 
 @experiment("compression_train", summarize=_summary)
+@preflight(_check_train)
 def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
           global_batch: int = 64, hidden: int = 128, seed: int = 0, eval_every: int = 25,
           schedule: str = "constant", data=None, **options) -> dict:
@@ -157,9 +186,8 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     bytes per step and the density of the summed update per step.
     """
     world, rank = runtime.world_size(), runtime.rank()
-    if global_batch % world:
-        raise ValueError(f"global_batch={global_batch} must be a multiple of the world size "
-                         f"{world}; use e.g. {world * (global_batch // world + 1)}.")
+    _check_train(method, steps, lr, momentum, global_batch, hidden, seed, eval_every, schedule,
+                 options, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
     model = BiasFreeMLP(hidden=hidden, seed=seed)
     params = list(model.parameters())
@@ -190,20 +218,35 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     return out
 
 
-@experiment("compression_densification")
-def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
-                  global_batch: int = 64, seed: int = 0, data=None) -> dict:
-    """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
+def _check_densification(steps, density, hidden, global_batch, seed, world_size=1) -> None:
+    positive_int("steps", steps, "pass a number of steps such as steps=40.")
     if steps <= 5:
         raise ValueError(f"steps={steps}: need more than 5 (the first 5 are skipped while "
                          "error feedback builds up); use steps=15 or more.")
+    _check_train("dgc", steps, 0.1, 0.9, global_batch, hidden, seed, steps, "constant",
+                 {"density": density}, world_size)
+
+
+@experiment("compression_densification")
+@preflight(_check_densification)
+def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
+                  global_batch: int = 64, seed: int = 0, data=None) -> dict:
+    """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
+    _check_densification(steps, density, hidden, global_batch, seed, runtime.world_size())
     run = train(method="dgc", steps=steps, density=density, hidden=hidden,
                 global_batch=global_batch, seed=seed, eval_every=steps, data=data)
     return {"world_size": runtime.world_size(), "density": density,
             "density_after_sum": sum(run["density_after_sum"][5:]) / len(run["density_after_sum"][5:])}
 
 
+def _check_torch_powersgd(steps, lr, global_batch, hidden, eval_every, powersgd_rank,
+                          world_size=1) -> None:
+    check_run(steps, lr, global_batch, hidden, eval_every, world_size)
+    positive_int("powersgd_rank", powersgd_rank, "pass the low-rank size, e.g. 2.")
+
+
 @experiment("compression_torch_powersgd")
+@preflight(_check_torch_powersgd)
 def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float = 0.9,
                          global_batch: int = 64, hidden: int = 128, seed: int = 0,
                          powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False,
@@ -212,6 +255,8 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
     import torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook as ps
     from torch.nn.parallel import DistributedDataParallel
 
+    _check_torch_powersgd(steps, lr, global_batch, hidden, eval_every, powersgd_rank,
+                          runtime.world_size())
     world, rank = runtime.world_size(), runtime.rank()
     (x_train, y_train), (x_test, y_test) = data or split_digits()
     model = BiasFreeMLP(hidden=hidden, seed=seed)

@@ -43,6 +43,7 @@ from ..experiments import experiment
 from ..models import TinyMLP
 from .schedules import Op, Schedule, make_schedule
 from .simulate import Event, Timeline
+from ..validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["split_stages", "run_pipeline", "reference_step", "timeline_from_results",
            "microbatches_of"]
@@ -129,7 +130,33 @@ def _sgd_step(params, grads, lr):
         prm.add_(g, alpha=-lr)
 
 
+def _check_run(schedule, microbatches, chunks, batch_size, depth, hidden, lr, batch,
+               world_size=1) -> Schedule:
+    """The schedule for ``world_size`` stages, once every size has been checked."""
+    if isinstance(schedule, Schedule):
+        if schedule.stages != world_size:
+            raise ValueError(f"the schedule is for {schedule.stages} stages but there are "
+                             f"{world_size} ranks; launch with world_size={schedule.stages}.")
+        sched = schedule.validate()
+    else:
+        sched = make_schedule(schedule, world_size, microbatches, chunks)
+    for name, value in (("batch_size", batch_size), ("depth", depth), ("hidden", hidden)):
+        positive_int(name, value, f"pass a whole number such as {name}=32.")
+    positive_number("lr", lr, "pass a learning rate such as lr=0.1.")
+    if batch is None and batch_size % sched.microbatches:
+        raise ValueError(f"batch_size={batch_size} does not split into {sched.microbatches} "
+                         f"equal micro-batches; use a batch size that is a multiple of "
+                         f"{sched.microbatches}.")
+    pieces = world_size * sched.chunks
+    if depth + 1 < pieces:
+        raise ValueError(f"the model has {depth + 1} layers but the pipeline needs {pieces} "
+                         f"pieces (stages x chunks); build TinyMLP(depth>={pieces - 1}) or use "
+                         "fewer stages or chunks.")
+    return sched
+
+
 @experiment("pipeline_run", summarize=lambda results: _summary(results))
+@preflight(_check_run)
 def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
                  batch_size: int = 32, depth: int = 7, hidden: int = 64, lr: float = 0.1,
                  step: int = 0, seed: int = 0, device_time: dict | None = None,
@@ -145,14 +172,8 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
     and activation memory.
     """
     p, s = runtime.world_size(), runtime.rank()
-    if isinstance(schedule, Schedule):
-        if schedule.stages != p:
-            raise ValueError(f"the schedule is for {schedule.stages} stages but there are {p} "
-                             f"ranks; launch with world_size={schedule.stages}.")
-        sched = schedule.validate()
-        microbatches, chunks = sched.microbatches, sched.chunks
-    else:
-        sched = make_schedule(schedule, p, microbatches, chunks)
+    sched = _check_run(schedule, microbatches, chunks, batch_size, depth, hidden, lr, batch, p)
+    microbatches, chunks = sched.microbatches, sched.chunks
     xs, ys = microbatches_of(batch_size, microbatches, step, batch)
     pieces = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p * chunks)
     V, last = sched.virtual_stages, sched.virtual_stages - 1
@@ -300,7 +321,7 @@ def _reference(stages, microbatches, chunks, batch_size, depth, hidden, lr, step
 
 def timeline_from_results(results: list, unit: str = "ms") -> Timeline:
     """A :class:`Timeline` from the ranks' recorded events (time from the first op's start)."""
-    scale = {"ms": 1e3, "s": 1.0}[unit]
+    scale = {"ms": 1e3, "s": 1.0}[one_of("unit", unit, ("ms", "s"))]
     t0 = min(e[3] for r in results for e in r["events"])
     events = [Event(r["rank"], Op(k, mb, c), (a - t0) * scale, (b - t0) * scale)
               for r in results for (k, mb, c, a, b, _) in r["events"]]

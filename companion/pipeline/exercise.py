@@ -20,6 +20,7 @@ from ..exercises import check
 from .executor import run_pipeline
 from .schedules import Schedule, make_schedule
 from .simulate import bubble_fraction, simulate
+from ..validation import callable_arg
 
 __all__ = ["check_schedule"]
 
@@ -40,6 +41,10 @@ def _reference_rank(name, stages, microbatches, batch):
 def check_schedule(fn, stages: int = 4, microbatches: int = 8, target: str = "1f1b",
                    batch=None) -> bool:
     """Check ``fn(stages, microbatches)`` against the built-in ``target`` schedule."""
+    # The notebook's arguments, checked before the student's code runs: a typo in the
+    # target must not read as a verdict on the student's schedule.
+    callable_arg("fn", fn, "pass the schedule function you wrote (no parentheses).")
+    make_schedule(target, stages, microbatches)
     try:
         ops = fn(stages, microbatches)
     except NotImplementedError:

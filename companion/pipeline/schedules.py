@@ -23,8 +23,9 @@ visit every rank ``v`` times.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import NamedTuple
+
+from ..validation import positive_int
 
 __all__ = ["Op", "Schedule", "SCHEDULES", "make_schedule", "naive", "gpipe", "one_f_one_b",
            "interleaved_1f1b", "zb_h1", "check_sizes"]
@@ -92,10 +93,9 @@ class Schedule:
 
 
 def check_sizes(stages: int, microbatches: int, chunks: int = 1) -> None:
-    """ValueError naming the fix for impossible sizes."""
+    """TypeError/ValueError naming the fix for impossible sizes."""
     for name, value in (("stages", stages), ("microbatches", microbatches), ("chunks", chunks)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+        positive_int(name, value, f"pass a whole number such as {name}=4.")
 
 
 def _schedule(name, stages, microbatches, ops, chunks=1, split=False) -> Schedule:
@@ -147,7 +147,7 @@ def interleaved_1f1b(stages: int, microbatches: int, chunks: int = 2) -> Schedul
     if microbatches % stages:
         raise ValueError(f"interleaved 1F1B sends micro-batches in groups of stages={stages}: "
                          f"use a number of micro-batches that is a multiple of {stages} "
-                         f"(got {microbatches}).")
+                         f"(got microbatches={microbatches}).")
     p, v, total = stages, chunks, microbatches * chunks
 
     def op(kind, k):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from .schedules import Op, Schedule, check_sizes, make_schedule
+from ..validation import one_of
 
 __all__ = ["OpCosts", "Event", "Timeline", "simulate", "bubble_fraction",
            "peak_activations", "formula_text"]
@@ -249,6 +250,7 @@ def peak_activations(stages: int, microbatches: int, schedule: str = "gpipe") ->
 
 def formula_text(schedule: str) -> str:
     """The bubble formula as text, for plot legends."""
-    return {"naive": "(p-1)/p", "gpipe": "(p-1)/(m+p-1)", "1f1b": "(p-1)/(m+p-1)",
-            "interleaved": "(p-1)/(vm+p-1)", "zb-h1": "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))"
-            }[str(schedule).lower()]
+    formulas = {"naive": "(p-1)/p", "gpipe": "(p-1)/(m+p-1)", "1f1b": "(p-1)/(m+p-1)",
+                "interleaved": "(p-1)/(vm+p-1)",
+                "zb-h1": "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))"}
+    return formulas[one_of("schedule", str(schedule).lower(), formulas)]

@@ -16,10 +16,26 @@ import torch.nn.functional as F
 from .. import runtime
 from ..models import TinyMLP
 from .executor import _sgd_step, microbatches_of, split_stages
+from ..validation import one_of, positive_int, preflight
 
 __all__ = ["run_torch_pipelining"]
 
 
+def _check_torch(schedule, microbatches, batch_size, depth, batch, world_size=1) -> None:
+    one_of("schedule", schedule, ("gpipe", "1f1b"),
+           "torch.distributed.pipelining is compared for these two only.")
+    positive_int("microbatches", microbatches, "pass the micro-batches per step, e.g. 4.")
+    positive_int("batch_size", batch_size, "pass the global batch size, e.g. 32.")
+    positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=7.")
+    if batch is None and batch_size % microbatches:
+        raise ValueError(f"batch_size={batch_size} does not split into {microbatches} equal "
+                         f"micro-batches; use a batch size that is a multiple of {microbatches}.")
+    if depth + 1 < world_size:
+        raise ValueError(f"the model has {depth + 1} layers but the pipeline needs {world_size} "
+                         f"pieces; build TinyMLP(depth>={world_size - 1}) or use fewer ranks.")
+
+
+@preflight(_check_torch)
 def run_torch_pipelining(*, schedule: str = "gpipe", microbatches: int = 4,
                          batch_size: int = 32, depth: int = 7, hidden: int = 64,
                          lr: float = 0.1, seed: int = 0, batch=None) -> dict:
@@ -28,9 +44,7 @@ def run_torch_pipelining(*, schedule: str = "gpipe", microbatches: int = 4,
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     classes = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-    if schedule not in classes:
-        raise ValueError(f"torch.distributed.pipelining is compared for {sorted(classes)}, "
-                         f"not {schedule!r}.")
+    _check_torch(schedule, microbatches, batch_size, depth, batch, runtime.world_size())
     p, s = runtime.world_size(), runtime.rank()
     xs, ys = microbatches_of(batch_size, microbatches, batch=batch)
     piece = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p)[s]

@@ -25,6 +25,7 @@ from .. import costmodel, memory
 from ..pipeline import bubble_fraction
 from .comm import comm_bytes_per_step
 from .specs import ClusterSpec, ModelSpec
+from ..validation import fraction, nonnegative_int, one_of, positive_int, positive_number
 
 __all__ = ["Plan", "evaluate", "collective_time"]
 
@@ -102,11 +103,28 @@ def _structural_reason(model, cluster, global_batch, plan) -> str:
     return ""
 
 
+def _check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
+                  kernel_efficiency, reserve_gb) -> None:
+    # Values that are no configuration at all; a configuration that merely cannot run
+    # (DP x TP x PP != GPUs, TP not dividing the heads) is a Plan with a reason instead.
+    for name, value in (("global_batch", global_batch), ("dp", dp), ("tp", tp), ("pp", pp),
+                        ("micro_batch", micro_batch), ("chunks", chunks)):
+        positive_int(name, value, f"pass a whole number >= 1 for {name}.")
+    nonnegative_int("zero", zero, "pass a ZeRO stage: 0, 1, 2 or 3.")
+    one_of("zero", zero, (0, 1, 2, 3), "pass a ZeRO stage: 0, 1, 2 or 3.")
+    one_of("recompute", recompute, ("none", "selective", "full"))
+    fraction("kernel_efficiency", kernel_efficiency, "pass the share of peak FLOP/s, e.g. 0.6.")
+    positive_number("reserve_gb", reserve_gb, "pass the GB kept free per GPU, e.g. 2.0.",
+                    zero=True)
+
+
 def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int, tp: int,
              pp: int, zero: int = 1, micro_batch: int = 1, recompute: str = "selective",
              chunks: int = 1, kernel_efficiency: float = 0.6, reserve_gb: float = 2.0) -> Plan:
     """Memory per GPU, step time and MFU of one configuration; ``plan.reason`` says why
     it cannot run (empty when it can). ``global_batch`` is in sequences."""
+    _check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
+                  kernel_efficiency, reserve_gb)
     plan = Plan(dp, tp, pp, zero, micro_batch, recompute, chunks)
     plan.reason = _structural_reason(model, cluster, global_batch, plan)
     if plan.reason:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from .cost import Plan, evaluate
 from .specs import ClusterSpec, ModelSpec
+from ..validation import positive_int, positive_number
 
 __all__ = ["plan", "grade", "powers_of_two_dividing"]
 
 
 def powers_of_two_dividing(n: int) -> list[int]:
+    """1, 2, 4, ... up to the largest power of two dividing ``n`` (notebook 09's planner)."""
+    positive_int("n", n, "pass a GPU count such as 8.")
     out, k = [], 1
     while n % k == 0 and k <= n:
         out.append(k)
@@ -53,6 +56,7 @@ def grade(model: ModelSpec, cluster: ClusterSpec, global_batch: int, *, dp: int,
           chunks: int = 1, tolerance: float = 0.10) -> bool:
     """Notebook 09's exercise: is a student's configuration feasible and within
     ``tolerance`` of the best step time? Prints why, returns a bool."""
+    positive_number("tolerance", tolerance, "pass a slack such as 0.10 (10 %).", zero=True)
     mine = evaluate(model, cluster, global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks)
     if not mine.feasible:
         print(f"✗ {mine.label()} cannot run: {mine.reason}.")

@@ -2,8 +2,9 @@
 
 Taught in notebook 05 (``notebooks/05_tensor_parallelism.ipynb``).
 
-* :mod:`.layers`: the conjugate operators f and g (and their sequence-parallel
-  counterparts), column- and row-parallel linears, and the TP MLP, attention and
+* :mod:`.regions`: the conjugate operators f and g and their sequence-parallel
+  counterparts (autograd functions at the edges of a TP region);
+* :mod:`.layers`: column- and row-parallel linears and the TP MLP, attention and
   transformer block, each built from the full single-process module.
 * :mod:`.checks`: rank functions that compare them with the single-process modules
   (outputs, gradients, post-step weights, collectives issued, activation memory) and

@@ -13,8 +13,10 @@ import torch.distributed as dist
 
 from .. import comm_log
 from ..experiments import experiment
-from .layers import (ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
+from .layers import (_MISTAKES, ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
                      allreduce_sequence_parallel_grads, group_rank_size, shard_like)
+from ..validation import (accepts, callable_arg, one_of, positive_int, preflight,
+                          run_preflight)
 
 __all__ = ["compare_with_reference", "dtensor_mlp_compare", "call_many", "run_mlp",
            "activation_bytes"]
@@ -41,6 +43,35 @@ def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
     return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
 
 
+def _check(dtype, **sizes) -> None:
+    # Before group_rank_size(): the same message in the notebook and in every rank.
+    one_of("dtype", dtype, ("float64", "float32", "bfloat16", "float16"))
+    for name, value in sizes.items():
+        positive_int(name, value, f"pass a whole number such as {name}=16.")
+
+
+def _check_split(world_size, **sizes) -> None:
+    # In the parent (preflight) these name the size to change; inside a rank the layers
+    # themselves refuse the same shapes. Pass seq only when it is split (SP).
+    for what, n in sizes.items():
+        _require_divisible(n, world_size, what)
+
+
+def _check_compare(kind, sequence_parallel, mistake, batch, seq, d_model, n_heads, d_ff, dtype,
+                   world_size=1) -> None:
+    one_of("kind", kind, ("mlp", "attention", "block"))
+    _check(dtype, batch=batch, seq=seq, d_model=d_model, n_heads=n_heads, d_ff=d_ff)
+    one_of("mistake", mistake, list(_MISTAKES))
+    if mistake is not None and kind != "mlp":
+        raise ValueError("the f/g mistake demo is built on the MLP only (kind='mlp').")
+    split = {"n_heads": n_heads} if kind != "mlp" else {}
+    if kind != "attention":
+        split["d_ff"] = d_ff
+    if sequence_parallel:
+        split["seq"] = seq
+    _check_split(world_size, **split)
+
+
 def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
     if kind == "mlp":
         return ParallelMLP(ref, group, sequence_parallel, mistake=mistake, regather=regather)
@@ -51,6 +82,7 @@ def _parallelize(ref, kind, group, sequence_parallel, mistake, regather=False):
 
 
 @experiment("tp_compare", summarize=_diff_summary)
+@preflight(_check_compare)
 def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
                            mistake: str | None = None, batch: int = 2, seq: int = 8,
                            d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
@@ -62,6 +94,7 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
     Returns the largest differences (outputs, input gradient, weight gradients,
     post-step weights) and the collectives issued, per phase.
     """
+    _check_compare(kind, sequence_parallel, mistake, batch, seq, d_model, n_heads, d_ff, dtype)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     if sequence_parallel:
@@ -98,7 +131,13 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
             "sp_param_grads": sp_log.counts()}
 
 
+def _check_dtensor(d_model, d_ff, batch, seq, sequence_parallel, world_size=1) -> None:
+    _check("float64", d_model=d_model, d_ff=d_ff, batch=batch, seq=seq)
+    _check_split(world_size, d_ff=d_ff, **({"seq": seq} if sequence_parallel else {}))
+
+
 @experiment("tp_dtensor_compare", summarize=lambda rs: str(rs[0]))
+@preflight(_check_dtensor)
 def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
                         seed: int = 0, sequence_parallel: bool = False) -> dict:
     """The same MLP parallelised by ``torch.distributed.tensor.parallel``
@@ -111,6 +150,7 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
 
+    _check_dtensor(d_model, d_ff, batch, seq, sequence_parallel)
     rank, size = group_rank_size()
     ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
     ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel)
@@ -138,9 +178,24 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
             "dtensor_types": sorted({type(p).__name__ for p in theirs.parameters()})}
 
 
+def _check_calls(calls, world_size=None) -> None:
+    fix = "pass a list of (function, kwargs) pairs, e.g. [(run_mlp, {'d_ff': 64})]."
+    for i, call in enumerate(calls):
+        if not (isinstance(call, (tuple, list)) and len(call) == 2):
+            raise TypeError(f"calls[{i}] must be a (function, kwargs) pair, got {call!r}; {fix}")
+        fn, kwargs = call
+        callable_arg("calls", fn, fix)
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"calls[{i}]'s kwargs must be a dict, got {kwargs!r}; {fix}")
+        accepts(f"calls[{i}]", fn, (), kwargs)
+        run_preflight(fn, (), kwargs, world_size)  # each row's own checks, before any rank
+
+
+@preflight(_check_calls)
 def call_many(calls) -> list:
     """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
     table of experiments (notebooks 05 and 06), instead of one launch per row."""
+    _check_calls(calls)
     return [fn(**kwargs) for fn, kwargs in calls]
 
 
@@ -162,8 +217,17 @@ def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int
             "fc2_grad": mlp.fc2.weight.grad}
 
 
+def _check_activation(mode, batch, seq, d_model, n_heads, dtype, world_size=1) -> None:
+    one_of("mode", mode, ("single", "tp", "tp_sp", "tp_sp_regather"))
+    _check(dtype, batch=batch, seq=seq, d_model=d_model, n_heads=n_heads)
+    if mode != "single":
+        sp = {"seq": seq} if mode.startswith("tp_sp") else {}
+        _check_split(world_size, n_heads=n_heads, d_ff=4 * d_model, **sp)
+
+
 @experiment("tp_activation_memory",
             summarize=lambda rs: f"saved activations per rank: {[r['bytes'] for r in rs]} bytes")
+@preflight(_check_activation)
 def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: int = 64,
                      n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
     """Rank function: bytes of the tensors one transformer block saves for backward on
@@ -173,6 +237,7 @@ def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: i
     (SP as in the paper: only input shards are kept)."""
     from ..models import Block
 
+    _check_activation(mode, batch, seq, d_model, n_heads, dtype)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     with torch.random.fork_rng():

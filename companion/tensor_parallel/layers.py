@@ -15,9 +15,10 @@ the region starts with an all-gather along the sequence (backward: reduce-scatte
 ends with a reduce-scatter (backward: all-gather): the same bytes as the all-reduce
 they replace, since all-reduce = reduce-scatter + all-gather.
 
-Every parallel module is built *from the full single-process module* (``companion.models``)
-and keeps its parameter names, so a test can slice the reference's weights and
-gradients the same way and compare. Collectives go through ``companion.comm_log``.
+The operators themselves are in :mod:`.regions`. Every parallel module is built *from
+the full single-process module* (``companion.models``) and keeps its parameter names, so
+a test can slice the reference's weights and gradients the same way and compare.
+Collectives go through ``companion.comm_log``.
 """
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ import torch.nn.functional as F
 
 from .. import comm_log
 from ..models import attention
+from ..validation import positive_int
+# The conjugate operators live in .regions; the layers use them, and importing them here
+# keeps ``from companion.tensor_parallel.layers import f, g`` working.
+from .regions import (CopyToTensorParallelRegion, GatherFromSequenceParallelRegion,
+                      GatherLinearRegather, ReduceFromTensorParallelRegion,
+                      ReduceScatterToSequenceParallelRegion, _identity, f, g, sp_all_gather,
+                      sp_reduce_scatter)
 
 __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
            "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",
@@ -46,109 +54,15 @@ def group_rank_size(group=None) -> tuple[int, int]:
     return dist.get_rank(group), dist.get_world_size(group)
 
 
+def _require_linear(full) -> None:
+    if not isinstance(full, nn.Linear):
+        raise TypeError(f"full must be the torch.nn.Linear to split, got {type(full).__name__}.")
+
+
 def _require_divisible(n: int, parts: int, what: str) -> None:
     if n % parts:
         raise ValueError(f"{what}={n} is not divisible by the tensor-parallel size {parts}; "
                          f"choose a {what} that is a multiple of {parts} or use fewer ranks.")
-
-
-# --- the conjugate operators ---------------------------------------------------------
-
-class CopyToTensorParallelRegion(torch.autograd.Function):
-    """Megatron's ``f``: identity forward; backward all-reduces the partial input
-    gradients that each rank's column shard produced."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm_log.all_reduce(grad, ctx.group, label="f"), None
-
-
-class ReduceFromTensorParallelRegion(torch.autograd.Function):
-    """Megatron's ``g``: forward all-reduces the row shards' partial sums; backward is
-    the identity (every rank needs the same full output gradient)."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        return comm_log.all_reduce(x, group, label="g")
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-class GatherFromSequenceParallelRegion(torch.autograd.Function):
-    """Sequence parallelism's replacement for ``f``: all-gather the sequence shards
-    (dim 1) forward; reduce-scatter the gradient backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return comm_log.all_gather(x, 1, group, label="sp_gather")
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm_log.reduce_scatter(grad, 1, ctx.group, label="sp_gather"), None
-
-
-class ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
-    """Sequence parallelism's replacement for ``g``: reduce-scatter the partial sums
-    along the sequence forward; all-gather the gradient backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return comm_log.reduce_scatter(x, 1, group, label="sp_scatter")
-
-    @staticmethod
-    def backward(ctx, grad):
-        return comm_log.all_gather(grad, 1, ctx.group, label="sp_scatter"), None
-
-
-class GatherLinearRegather(torch.autograd.Function):
-    """Column-parallel linear under SP that stores only the *sequence shard* of its
-    input (Korthikanti et al., Sec. 4.2.2): all-gather forward, and all-gather again in
-    backward for the weight gradient. Saves (t-1)/t of the input's memory for one more
-    all-gather per backward."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, group):
-        ctx.group, ctx.has_bias = group, bias is not None
-        ctx.save_for_backward(x, weight)
-        return F.linear(comm_log.all_gather(x, 1, group, label="sp_gather"), weight, bias)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        full = comm_log.all_gather(x, 1, ctx.group, label="sp_regather")
-        grad_x = comm_log.reduce_scatter(grad @ weight, 1, ctx.group, label="sp_gather")
-        grad_w = grad.reshape(-1, grad.shape[-1]).t() @ full.reshape(-1, full.shape[-1])
-        grad_b = grad.reshape(-1, grad.shape[-1]).sum(0) if ctx.has_bias else None
-        return grad_x, grad_w, grad_b, None
-
-
-def f(x, group=None):
-    return CopyToTensorParallelRegion.apply(x, group)
-
-
-def g(x, group=None):
-    return ReduceFromTensorParallelRegion.apply(x, group)
-
-
-def sp_all_gather(x, group=None):
-    return GatherFromSequenceParallelRegion.apply(x, group)
-
-
-def sp_reduce_scatter(x, group=None):
-    return ReduceScatterToSequenceParallelRegion.apply(x, group)
-
-
-def _identity(x, group=None):
-    return x
 
 
 # --- sharding helpers ----------------------------------------------------------------
@@ -183,6 +97,8 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, group=None, chunks: int = 1,
                  sequence_parallel: bool = False, enter=None, regather: bool = False):
         super().__init__()
+        _require_linear(full)
+        positive_int("chunks", chunks, "pass 1, or 3 for a fused Q/K/V weight.")
         self.regather = sequence_parallel and regather
         rank, size = group_rank_size(group)
         _require_divisible(full.out_features // chunks, size, "output features")
@@ -206,6 +122,7 @@ class RowParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, group=None, sequence_parallel: bool = False,
                  leave=None):
         super().__init__()
+        _require_linear(full)
         rank, size = group_rank_size(group)
         _require_divisible(full.in_features, size, "input features")
         self.group, self.size = group, size

@@ -97,6 +97,8 @@ def collective_replay(traffics, title: str = "", figsize=(9, 4.6), values=None):
 
 def plot_rank_tensors(tensors, ax=None, title: str = "", fmt: str = "{:g}"):
     """One row per rank, one cell per element (flattened); ``None`` rows show as empty."""
+    if not len(tensors):
+        raise ValueError("tensors is empty: pass one tensor (or None) per rank.")
     ax = ax or plt.gca()
     n = len(tensors)
     width = max((t.numel() for t in tensors if t is not None), default=1)

@@ -32,8 +32,12 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     from companion.compression import split_digits, train, train_many
     from companion.widgets._base import guarded, showing
 
-    if world_size < 1 or steps < 1:
-        raise ValueError("world_size and steps must be >= 1; try world_size=4, steps=150.")
+    from companion.backends import validate_launch
+    from companion.validation import positive_int, positive_number
+
+    validate_launch(world_size, 60.0, "auto")
+    positive_int("steps", steps, "try steps=150.")
+    positive_number("lr", lr, "try lr=0.05.")
     method = W.Dropdown(options=list(_METHODS), value="gradient dropping", description="method")
     density = W.FloatLogSlider(value=0.001, base=10, min=-4, max=0, step=0.25,
                                description="density", readout_format=".4f",

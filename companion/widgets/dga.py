@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt
 from ..latency import modeled_step_times
 from ..plotting import OKABE_ITO
 from ._base import guarded, showing
+from ..backends import validate_launch
+from ..validation import positive_int, positive_number
 
 __all__ = ["dga_explorer"]
 
@@ -116,8 +118,9 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
     Controls are attributes: ``latency``, ``delay``, ``local_steps``, ``measure``;
     ``text`` and ``measured_text`` hold the last summaries shown.
     """
-    if compute_ms <= 0 or steps < 1:
-        raise ValueError("compute_ms must be > 0 and steps >= 1.")
+    positive_number("compute_ms", compute_ms, "pass the compute time per step, e.g. 10.")
+    positive_int("steps", steps, "pass the steps to draw, e.g. 30.")
+    validate_launch(world_size, 120.0, "auto")  # the measure button launches ranks
     latency = widgets.FloatSlider(value=50, min=0, max=200, step=5, description="latency (ms)",
                                   style={"description_width": "initial"}, continuous_update=False)
     delay = widgets.IntSlider(value=5, min=0, max=20, description="DGA delay D",

@@ -17,6 +17,8 @@ import matplotlib.pyplot as plt
 from ..pipeline import SCHEDULES, OpCosts, bubble_fraction, simulate
 from ..pipeline.plot import draw_timeline, legend_handles
 from ._base import guarded, showing
+from ..pipeline.schedules import check_sizes
+from ..validation import one_of, positive_number
 
 __all__ = ["schedule_explorer", "timeline_player"]
 
@@ -50,6 +52,10 @@ def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "g
     """Interactive simulated timeline. Attributes: ``stages``, ``microbatches``,
     ``schedule``, ``chunks``, ``F``, ``B``, ``W``, ``send``, ``play``, ``frame``,
     ``output``, ``timeline`` (the last simulation drawn), ``title`` and ``draws``."""
+    one_of("schedule", schedule, SCHEDULES)
+    check_sizes(stages, microbatches, chunks)
+    for name, value in (("F", F), ("B", B), ("W", W), ("send", send)):
+        positive_number(name, value, f"{name} is a time; pass e.g. {name}=1.0.", zero=True)
     output = widgets.Output()
     c = dict(style={"description_width": "initial"}, continuous_update=False)
     box = widgets.VBox()

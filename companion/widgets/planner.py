@@ -13,6 +13,7 @@ from IPython.display import display
 
 from ..planner import CLUSTERS, MODELS, plan
 from ._base import guarded, showing
+from ..validation import one_of, positive_int
 
 __all__ = ["planner", "plan_breakdown_figure", "ranking_html"]
 
@@ -70,6 +71,9 @@ def plan_breakdown_figure(plans, gpu_memory_gb: float, title: str = ""):
 def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
             global_batch: int = 512) -> widgets.VBox:
     """Widget: model, cluster and global batch in; ranked plans and breakdowns out."""
+    one_of("model", model, MODELS)
+    one_of("cluster", cluster, CLUSTERS)
+    positive_int("global_batch", global_batch, "pass the global batch in sequences, e.g. 512.")
     model_w = widgets.Dropdown(options=list(MODELS), value=model, description="model")
     cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description="cluster",
                                  layout=widgets.Layout(width="360px"))

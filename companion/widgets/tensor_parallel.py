@@ -17,6 +17,7 @@ from matplotlib.colors import ListedColormap
 
 from ..plotting import rank_colors
 from ._base import frame_player, guarded, showing
+from ..validation import divides, positive_int
 
 __all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
            "grid_player", "activation_memory_explorer"]
@@ -80,7 +81,7 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
 def _owner_grid(kind: str, tp: int, d_model: int, d_ff: int, n_heads: int):
     """(owner rank per weight element, title) in nn.Linear's [out, in] layout."""
     if tp < 1:
-        raise ValueError(f"tensor-parallel size must be >= 1, got {tp}.")
+        raise ValueError(f"tensor-parallel size tp must be >= 1, got tp={tp}.")
     if kind == "column":
         if d_ff % tp:
             raise ValueError(f"d_ff={d_ff} is not divisible by t={tp}; pick t dividing {d_ff}.")
@@ -170,6 +171,8 @@ def ulysses_frames(layouts: list[dict], heads: int, seq: int) -> list[dict]:
     """Frames (owner rank of each head x token block) before Ulysses' all-to-all, after
     it (measured: ``compare_attention(method="ulysses")["layout"]`` per rank), and after
     the inverse all-to-all."""
+    positive_int("heads", heads, "pass the attention heads of the recorded run.")
+    positive_int("seq", seq, "pass the sequence length of the recorded run.")
     n = len(layouts)
     before = np.repeat(np.arange(n), seq // n)[None, :].repeat(heads, axis=0)
     after = np.full((heads, seq), -1)
@@ -220,6 +223,9 @@ def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int =
     """Sliders for sequence length and TP size; bars of one layer's activation memory
     (GiB, Korthikanti et al.'s formulas in ``companion.memory``). ``.values`` holds the
     numbers drawn."""
+    for name, value in (("hidden", hidden), ("heads", heads), ("batch", batch)):
+        positive_int(name, value, f"pass a whole number such as {name}=8.")
+    divides("hidden", hidden, heads, "heads", "pick a head count that divides hidden.")
     from ..memory import activation_memory_per_layer as amp
 
     seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description="seq len")

@@ -12,6 +12,7 @@ import ipywidgets as W
 
 from .. import memory as M
 from ._base import guarded
+from ..validation import one_of, positive_int, positive_number
 
 __all__ = ["zero_memory", "activation_memory"]
 
@@ -51,6 +52,14 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
     line at the GPU's memory, each bar marked fits / does not fit; below, the largest
     model each stage fits. Activations are not included (see :func:`activation_memory`).
     """
+    # The text boxes clamp at 0 and the dropdowns refuse unknown values with a trait
+    # error; checking here names the argument instead.
+    positive_number("params_b", params_b, "pass the model size in billions, e.g. 7.5.")
+    positive_int("gpus", gpus, "pass the number of GPUs, e.g. 64.")
+    one_of("stage", stage, (0, 1, 2, 3), "ZeRO stages are 0 (DDP) to 3 (FSDP).")
+    one_of("precision", precision, M.PRECISIONS)
+    one_of("optimizer", optimizer, M.OPTIMIZERS)
+    positive_number("gpu_memory_gb", gpu_memory_gb, "pass the GPU's memory in GB, e.g. 80.")
     presets = {"custom": None, "ZeRO paper 7.5B": 7.5e9}
     presets.update({name: M.transformer_params(**cfg) for name, cfg in M.MODEL_CONFIGS.items()})
     preset = W.Dropdown(options=list(presets), value="ZeRO paper 7.5B"
@@ -144,6 +153,11 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
                       recompute: str = "none", layers: int = 96) -> W.VBox:
     """Activation memory per layer (Korthikanti et al.) for every parallelism and
     recomputation choice, the selected one highlighted; defaults are GPT-3 175B's."""
+    for name, value in (("seq_len", seq_len), ("batch", batch), ("hidden", hidden),
+                        ("heads", heads), ("layers", layers)):
+        positive_int(name, value, f"pass a whole number such as {name}=8.")
+    one_of("tp", tp, (1, 2, 4, 8, 16, 32, 64), "the TP degree is a power of two up to 64.")
+    one_of("recompute", recompute, ("none", "selective", "full"))
     s = W.BoundedIntText(value=seq_len, min=0, max=10_000_000, description="seq len s")
     b = W.BoundedIntText(value=batch, min=0, max=100_000, description="batch b")
     h = W.BoundedIntText(value=hidden, min=0, max=1_000_000, description="hidden h")

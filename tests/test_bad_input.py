@@ -1,0 +1,599 @@
+"""Bad-input sweep of the public API (issue #14): every case raises before any rank starts.
+
+``CASES`` lists each case: an id, the entry point, its arguments, the exception type
+(TypeError for a wrong type, ValueError for a value that cannot work) and a regex the
+message must match (the argument's name). ``pytest -v`` lists them one by one. Starting
+a process is patched to fail the test, and no child process may be alive afterwards.
+
+The ``launch/...`` and ``cli/...`` cases pass a bad value to a rank function through
+``launch`` or ``python -m companion run``: its ``@preflight`` check must refuse it in this
+process. The meta-tests below require a case or a ``NOT_APPLICABLE`` reason for every
+callable in every public module's ``__all__``, and a preflight check on every registered
+experiment that takes parameters.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import multiprocessing
+import multiprocessing.process
+import pkgutil
+import subprocess
+from typing import Any, Callable, NamedTuple
+
+import pytest
+import torch
+from torch import nn
+
+import companion
+from companion import (backends, basics, costmodel, data, dga, exercises, experiments, fsdp,
+                       hybrid, latency, memory, models, moe, param_server, runtime, schedules,
+                       sequence_parallel, zero, zero_runs)
+from companion import collectives as C
+from companion import compression as Z
+from companion import pipeline as P
+from companion import planner as PL
+from companion import tensor_parallel as TP
+from companion.__main__ import main as cli
+from companion.collectives import demos, primitives
+from companion.pipeline import torch_reference
+from companion.widgets import _base as wbase
+
+# companion.widgets re-exports each module's functions, so `planner` there is the widget;
+# the modules themselves come from importlib.
+wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero = (
+    importlib.import_module(f"companion.widgets.{m}") for m in
+    ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero"))
+
+NAN, INF = math.nan, math.inf
+
+
+class Case(NamedTuple):
+    id: str
+    fn: Callable
+    args: tuple = ()
+    kwargs: dict = {}
+    exc: type = ValueError
+    match: str = ""
+
+
+def rank_fn(steps: int = 1):
+    return steps
+
+
+def enter_process_group(**kwargs):
+    with runtime.process_group(**kwargs):
+        pass
+
+
+def cli_under_torchrun(argv):
+    """``python -m companion run ...`` as torchrun starts it: refused before the ranks meet."""
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "1", "TORCHELASTIC_RUN_ID": "bad-input"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        return cli(argv)
+
+
+def launch(fn, *args, **kwargs):
+    return companion.launch(fn, *args, **kwargs)
+
+
+LINEAR = nn.Linear(8, 6)  # 6 output features: not divisible by 4 ranks
+TENSOR = torch.ones(4)
+LLAMA = PL.MODELS["Llama-3 70B"]
+CLUSTER = next(iter(PL.CLUSTERS.values()))
+
+CASES = [
+    # --- launch: the one place ranks start --------------------------------------------
+    Case("launch/fn-not-callable", companion.launch, ("train",), {}, TypeError, r"\bfn\b"),
+    Case("launch/fn-none", companion.launch, (None,), {}, TypeError, r"\bfn\b"),
+    Case("launch/misspelt-keyword", companion.launch, (rank_fn,), {"stpes": 3}, TypeError, "stpes"),
+    Case("launch/too-many-args", companion.launch, (rank_fn, 1, 2), {}, TypeError, r"\bfn\b"),
+    Case("launch/world_size-zero", companion.launch, (rank_fn,), {"world_size": 0}, ValueError, "world_size"),
+    Case("launch/world_size-negative", companion.launch, (rank_fn,), {"world_size": -1}, ValueError, "world_size"),
+    Case("launch/world_size-fraction", companion.launch, (rank_fn,), {"world_size": 2.5}, ValueError, "world_size.*whole"),
+    Case("launch/world_size-nan", companion.launch, (rank_fn,), {"world_size": NAN}, ValueError, "world_size"),
+    Case("launch/world_size-bool", companion.launch, (rank_fn,), {"world_size": True}, TypeError, "world_size"),
+    Case("launch/world_size-str", companion.launch, (rank_fn,), {"world_size": "4"}, TypeError, "world_size"),
+    Case("launch/world_size-too-many", companion.launch, (rank_fn,), {"world_size": 100_000}, ValueError, "world_size"),
+    Case("launch/timeout-nan", companion.launch, (rank_fn,), {"timeout": NAN}, ValueError, "timeout"),
+    Case("launch/timeout-inf", companion.launch, (rank_fn,), {"timeout": INF}, ValueError, "timeout"),
+    Case("launch/timeout-negative", companion.launch, (rank_fn,), {"timeout": -1}, ValueError, "timeout"),
+    Case("launch/timeout-str", companion.launch, (rank_fn,), {"timeout": "60"}, TypeError, "timeout"),
+    Case("launch/backend-unknown", companion.launch, (rank_fn,), {"backend": "mpi"}, ValueError, "backend"),
+    Case("choose_backend/unknown", backends.choose_backend, ("tcp", 2), {}, ValueError, "backend"),
+    Case("validate_launch/world_size", backends.validate_launch, (0, 60, "auto"), {}, ValueError, "world_size"),
+    Case("setup_process_group/world_size-zero", runtime.setup_process_group, (0, 0), {}, ValueError, "world_size"),
+    Case("setup_process_group/rank-outside", runtime.setup_process_group, (3, 2), {}, ValueError, r"\brank\b"),
+    Case("setup_process_group/backend", runtime.setup_process_group, (0, 1), {"backend": "mpi"}, ValueError, "backend"),
+    Case("setup_process_group/timeout-nan", runtime.setup_process_group, (0, 1), {"timeout": NAN}, ValueError, "timeout"),
+    Case("process_group/world_size", enter_process_group, (), {"rank": 0, "world_size": -2}, ValueError, "world_size"),
+    # --- exercises and experiments ---------------------------------------------------
+    Case("check/student-not-callable", exercises.check, (42, rank_fn), {}, TypeError, "student_fn"),
+    Case("check/reference-not-callable", exercises.check, (rank_fn, "ref"), {}, TypeError, "reference_fn"),
+    Case("check/world_size-zero", exercises.check, (rank_fn, rank_fn), {"world_size": 0}, ValueError, "world_size"),
+    Case("check/timeout-nan", exercises.check, (rank_fn, rank_fn), {"timeout": NAN}, ValueError, "timeout"),
+    Case("check/rtol-negative", exercises.check, (rank_fn, rank_fn), {"rtol": -1.0}, ValueError, "rtol"),
+    Case("compare_results/atol-nan", exercises.compare_results, (1.0, 1.0), {"atol": NAN}, ValueError, "atol"),
+    Case("experiment/name-not-str", experiments.experiment, (3,), {}, TypeError, "name"),
+    Case("experiment/summarize-not-callable", experiments.experiment, ("x",), {"summarize": "table"}, TypeError, "summarize"),
+    Case("experiments.get/unknown", experiments.get, ("no_such_experiment",), {}, ValueError, "no_such_experiment"),
+    Case("launch_overhead/world_sizes-zero", basics.launch_overhead, ((0,),), {}, ValueError, "world_size"),
+    Case("launch_overhead/repeats-zero", basics.launch_overhead, (), {"repeats": 0}, ValueError, "repeats"),
+    Case("local_values/n-fraction", basics.local_values, (2.5,), {}, ValueError, r"\bn\b"),
+    # --- collectives (notebook 01) -----------------------------------------------------
+    Case("ring_all_reduce/op-unknown", C.ring_all_reduce, (TENSOR,), {"op": "max"}, ValueError, r"\bop\b"),
+    Case("tree_all_reduce/op-unknown", C.tree_all_reduce, (TENSOR,), {"op": "prod"}, ValueError, r"\bop\b"),
+    Case("reduce/op-unknown", C.reduce, (TENSOR,), {"op": "min"}, ValueError, r"\bop\b"),
+    Case("chunk_sizes/parts-zero", C.chunk_sizes, (10, 0), {}, ValueError, "parts"),
+    Case("chunk_sizes/parts-fraction", C.chunk_sizes, (10, 2.5), {}, ValueError, "parts"),
+    Case("chunk_offsets/numel-negative", C.chunk_offsets, (-1, 2), {}, ValueError, "numel"),
+    Case("record/unknown-name", demos.record, ("ringg",), {}, ValueError, "ringg"),
+    Case("rank_values/numel-zero", demos.rank_values, (0,), {}, ValueError, "numel"),
+    Case("traffic_sweep/numel-nan", demos.traffic_sweep, (NAN,), {}, ValueError, "numel"),
+    Case("broadcast/src-outside", C.broadcast, (TENSOR,), {"src": 5}, ValueError, r"\bsrc\b"),
+    Case("broadcast/src-str", C.broadcast, (TENSOR,), {"src": "0"}, TypeError, r"\bsrc\b"),
+    Case("broadcast/not-tensor", C.broadcast, ([1.0, 2.0],), {}, TypeError, "tensor"),
+    Case("scatter/src-negative", C.scatter, (TENSOR,), {"src": -1}, ValueError, r"\bsrc\b"),
+    Case("gather/dst-fraction", C.gather, (TENSOR,), {"dst": 0.5}, ValueError, r"\bdst\b"),
+    Case("reduce/dst-outside", C.reduce, (TENSOR,), {"dst": 1}, ValueError, r"\bdst\b"),
+    Case("reduce/not-tensor", C.reduce, (3.0,), {}, TypeError, "tensor"),
+    Case("reduce_scatter/not-tensor", C.reduce_scatter, ([1.0],), {}, TypeError, "tensor"),
+    Case("all_gather/not-tensor", C.all_gather, ([1.0],), {}, TypeError, "tensor"),
+    Case("all_to_all/not-tensor", C.all_to_all, ([1.0, 2.0],), {}, TypeError, r"inputs\[0\]"),
+    Case("ring_all_reduce/not-tensor", C.ring_all_reduce, ([1.0],), {}, TypeError, "tensor"),
+    Case("naive_all_reduce/not-tensor", C.naive_all_reduce, ([1.0],), {}, TypeError, "tensor"),
+    Case("parameter_server_all_reduce/op", C.parameter_server_all_reduce, (TENSOR,), {"op": "max"}, ValueError, r"\bop\b"),
+    Case("recursive_halving_doubling_all_reduce/not-tensor", C.recursive_halving_doubling_all_reduce, ((1.0,),), {}, TypeError, "tensor"),
+    Case("reduce_scatter_all_gather_all_reduce/op", C.reduce_scatter_all_gather_all_reduce, (TENSOR,), {"op": "prod"}, ValueError, r"\bop\b"),
+    Case("check_op/op", primitives.check_op, ("max", TENSOR), {}, ValueError, r"\bop\b"),
+    Case("replay/nothing", C.replay, ([],), {}, ValueError, "replay"),
+    # --- parameter server vs all-reduce (notebook 02), cost model ---------------------
+    Case("parameter_server_train/steps-zero", param_server.parameter_server_train, (), {"steps": 0}, ValueError, "steps"),
+    Case("parameter_server_train/lr-nan", param_server.parameter_server_train, (), {"lr": NAN}, ValueError, r"\blr\b"),
+    Case("all_reduce_train/algorithm-unknown", param_server.all_reduce_train, (), {"algorithm": "bus"}, ValueError, "algorithm"),
+    Case("all_reduce_train/batch_size-fraction", param_server.all_reduce_train, (), {"batch_size": 4.5}, ValueError, "batch_size"),
+    Case("single_process_train/hidden-zero", param_server.single_process_train, (), {"hidden": 0}, ValueError, "hidden"),
+    Case("coefficients/world_size-zero", costmodel.coefficients, ("ring", 0), {}, ValueError, "world_size"),
+    Case("coefficients/algorithm-unknown", costmodel.coefficients, ("bus", 4), {}, ValueError, "algorithm"),
+    Case("predict_time/beta-zero", costmodel.predict_time, ("ring", 1e6, 4, 1e-5, 0.0), {}, ValueError, "beta"),
+    Case("predict_time/nbytes-nan", costmodel.predict_time, ("ring", NAN, 4, 1e-5, 1e9), {}, ValueError, "nbytes"),
+    Case("crossover_bytes/unknown", costmodel.crossover_bytes, ("ring", "bus", 4, 1e-5, 1e9), {}, ValueError, "bus"),
+    Case("fit_alpha_beta/one-size", costmodel.fit_alpha_beta, ([1024], [1e-3]), {}, ValueError, "sizes"),
+    Case("ping_pong/repeats-zero", costmodel.ping_pong, (), {"repeats": 0}, ValueError, "repeats"),
+    Case("time_all_reduce/algorithm-unknown", costmodel.time_all_reduce, (("bus",),), {}, ValueError, "bus"),
+    # --- memory, ZeRO, DDP, FSDP (notebook 03) -----------------------------------------
+    Case("bytes_per_param/precision", memory.bytes_per_param, ("fp8",), {}, ValueError, "precision"),
+    Case("bytes_per_param/optimizer", memory.bytes_per_param, ("mixed", "lion"), {}, ValueError, "optimizer"),
+    Case("zero_memory_per_gpu/world_size-zero", memory.zero_memory_per_gpu, (1e9, 0, 1), {}, ValueError, "world_size"),
+    Case("zero_memory_per_gpu/num_params-nan", memory.zero_memory_per_gpu, (NAN, 8, 1), {}, ValueError, "num_params"),
+    Case("zero_memory_per_gpu/stage", memory.zero_memory_per_gpu, (1e9, 8, 4), {}, ValueError, "stage"),
+    Case("max_params_that_fit/memory-inf", memory.max_params_that_fit, (INF, 8, 3), {}, ValueError, "gpu_memory_bytes"),
+    Case("activation_memory_per_layer/heads", memory.activation_memory_per_layer, (2048, 1, 4096, 30), {}, ValueError, "heads"),
+    Case("activation_memory_per_layer/recompute", memory.activation_memory_per_layer, (2048, 1, 4096, 32), {"recompute": "half"}, ValueError, "recompute"),
+    Case("communication_volume/stage", memory.communication_volume, (1e9, 8, 5), {}, ValueError, "stage"),
+    Case("ring_bytes_sent/op", memory.ring_bytes_sent, ("scatter", 1000, 4), {}, ValueError, "scatter"),
+    Case("transformer_params/heads-zero", memory.transformer_params, (2, 64, 256, 100, 0), {}, ValueError, "heads"),
+    Case("chunk_size/world_size-zero", zero.chunk_size, (10, 0), {}, ValueError, "world_size"),
+    Case("chunk_bounds/rank-outside", zero.chunk_bounds, (10, 2, 2), {}, ValueError, r"\brank\b"),
+    Case("ShardedOptimizer/stage-3", zero.ShardedOptimizer, (LINEAR.parameters(), torch.optim.SGD), {"stage": 3, "lr": 0.1}, ValueError, "stage"),
+    Case("ShardedOptimizer/optimizer_cls", zero.ShardedOptimizer, (LINEAR.parameters(), "adam"), {"lr": 0.1}, TypeError, "optimizer_cls"),
+    Case("DDP/bucket-negative", companion.DDP, (LINEAR,), {"bucket_size_mb": -1}, ValueError, "bucket_size_mb"),
+    Case("DDP/bucket-nan", companion.DDP, (LINEAR,), {"bucket_size_mb": NAN}, ValueError, "bucket_size_mb"),
+    Case("DDP/module-not-module", companion.DDP, ("model",), {}, TypeError, "module"),
+    Case("FSDP/module-not-module", companion.FSDP, (42,), {}, TypeError, "module"),
+    Case("FSDP/compute_dtype", companion.FSDP, (LINEAR,), {"compute_dtype": "half"}, TypeError, "compute_dtype"),
+    Case("zero_runs.train/strategy", zero_runs.train, (), {"strategy": "zero4"}, ValueError, "strategy"),
+    Case("zero_runs.train/steps-zero", zero_runs.train, (), {"steps": 0}, ValueError, "steps"),
+    Case("zero_runs.train/optimizer", zero_runs.train, (), {"optimizer": "lion"}, ValueError, "optimizer"),
+    # --- pipeline (notebook 04) ---------------------------------------------------------
+    Case("make_schedule/unknown", P.make_schedule, ("2f2b", 4, 8), {}, ValueError, "2f2b"),
+    Case("make_schedule/stages-zero", P.make_schedule, ("gpipe", 0, 8), {}, ValueError, "stages"),
+    Case("make_schedule/microbatches-fraction", P.make_schedule, ("gpipe", 4, 2.5), {}, ValueError, "microbatches"),
+    Case("make_schedule/stages-bool", P.make_schedule, ("gpipe", True, 4), {}, TypeError, "stages"),
+    Case("check_sizes/chunks-zero", P.schedules.check_sizes, (4, 8, 0), {}, ValueError, "chunks"),
+    Case("naive/stages-zero", P.naive, (0, 4), {}, ValueError, "stages"),
+    Case("gpipe/microbatches-zero", P.gpipe, (4, 0), {}, ValueError, "microbatches"),
+    Case("one_f_one_b/stages-fraction", P.one_f_one_b, (2.5, 4), {}, ValueError, "stages"),
+    Case("zb_h1/stages-zero", P.zb_h1, (0, 4), {}, ValueError, "stages"),
+    Case("OpCosts/F-negative", P.OpCosts, (), {"F": -1.0}, ValueError, r"\bF\b"),
+    Case("interleaved_1f1b/not-divisible", P.interleaved_1f1b, (4, 6), {"chunks": 2}, ValueError, "microbatches"),
+    Case("simulate/cost-negative", P.simulate, ("gpipe", 4, 8), {"F": -1.0}, ValueError, r"\bF\b"),
+    Case("simulate/cost-nan", P.simulate, ("gpipe", 4, 8), {"B": NAN}, ValueError, r"\bB\b"),
+    Case("bubble_fraction/schedule", P.bubble_fraction, (4, 8), {"schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("bubble_fraction/stages-nan", P.bubble_fraction, (NAN, 8), {}, ValueError, "stages"),
+    Case("peak_activations/microbatches-zero", P.peak_activations, (4, 0), {}, ValueError, "microbatches"),
+    Case("formula_text/schedule", P.formula_text, ("2f2b",), {}, ValueError, "2f2b"),
+    Case("split_stages/parts-too-many", P.split_stages, (nn.Sequential(nn.Linear(2, 2)), 3), {}, ValueError, "parts|layers"),
+    Case("microbatches_of/not-divisible", P.microbatches_of, (32, 5), {}, ValueError, "batch_size"),
+    Case("run_pipeline/schedule", P.run_pipeline, (), {"schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("run_pipeline/microbatches-zero", P.run_pipeline, (), {"microbatches": 0}, ValueError, "microbatches"),
+    Case("reference_step/stages-zero", P.reference_step, (), {"stages": 0}, ValueError, "stages"),
+    Case("timeline_from_results/unit", P.timeline_from_results, ([],), {"unit": "hours"}, ValueError, "unit"),
+    Case("check_schedule/fn-not-callable", P.check_schedule, ("1f1b",), {}, TypeError, r"\bfn\b"),
+    Case("check_schedule/target", P.check_schedule, (P.gpipe,), {"target": "2f2b"}, ValueError, "2f2b"),
+    Case("run_torch_pipelining/schedule", torch_reference.run_torch_pipelining, (), {"schedule": "zb"}, ValueError, "schedule"),
+    # --- tensor and sequence parallelism, MoE (notebooks 05-06) ------------------------
+    Case("ColumnParallelLinear/chunks-zero", TP.ColumnParallelLinear, (LINEAR,), {"chunks": 0}, ValueError, "chunks"),
+    Case("ColumnParallelLinear/not-linear", TP.ColumnParallelLinear, ("fc",), {}, TypeError, "full"),
+    Case("RowParallelLinear/not-linear", TP.RowParallelLinear, (nn.Conv1d(2, 2, 1),), {}, TypeError, "full"),
+    Case("ParallelMLP/mistake", TP.ParallelMLP, (models.MLP(8, 16),), {"mistake": "typo"}, ValueError, "mistake"),
+    Case("call_many/bare-non-callable", TP.call_many, ([3],), {}, TypeError, r"calls\[0\]"),
+    Case("call_many/fn-not-callable", TP.call_many, ([("run_mlp", {})],), {}, TypeError, "calls"),
+    Case("call_many/kwargs-not-dict", TP.call_many, ([(TP.run_mlp, 64)],), {}, TypeError, "kwargs"),
+    Case("call_many/row-bad-value", TP.call_many, ([(TP.compare_with_reference, {"kind": "conv"})],), {}, ValueError, "kind"),
+    Case("compare_with_reference/kind", TP.compare_with_reference, (), {"kind": "conv"}, ValueError, "kind"),
+    Case("compare_with_reference/dtype", TP.compare_with_reference, (), {"dtype": "float8"}, ValueError, "dtype"),
+    Case("compare_with_reference/seq-zero", TP.compare_with_reference, (), {"seq": 0}, ValueError, "seq"),
+    Case("activation_bytes/mode", TP.activation_bytes, (), {"mode": "pp"}, ValueError, "mode"),
+    Case("dtensor_mlp_compare/d_ff-zero", TP.dtensor_mlp_compare, (), {"d_ff": 0}, ValueError, "d_ff"),
+    Case("SequenceParallelBlock/method", sequence_parallel.SequenceParallelBlock, (None,), {"method": "striped"}, ValueError, "method"),
+    Case("benchmark_layer/method", sequence_parallel.benchmark_layer, (), {"method": "striped"}, ValueError, "method"),
+    Case("benchmark_layer/seq-zero", sequence_parallel.benchmark_layer, (), {"seq": 0}, ValueError, "seq"),
+    Case("hybrid_groups/ulysses_size-zero", sequence_parallel.hybrid_groups, (0,), {}, ValueError, "ulysses_size"),
+    Case("route/top_k-too-big", moe.route, (torch.zeros(4, 2), 3, 4), {}, ValueError, "top_k"),
+    Case("route/capacity-zero", moe.route, (torch.zeros(4, 2), 1, 0), {}, ValueError, "capacity"),
+    Case("MoE/capacity_factor-nan", moe.MoE, (), {"capacity_factor": NAN}, ValueError, "capacity_factor"),
+    Case("MoE/n_experts-zero", moe.MoE, (), {"n_experts": 0}, ValueError, "n_experts"),
+    Case("compare_moe/top_k-zero", moe.compare_moe, (), {"top_k": 0}, ValueError, "top_k"),
+    Case("compare_moe/dtype", moe.compare_moe, (), {"dtype": "float8"}, ValueError, "dtype"),
+    Case("TinyTransformer/heads-not-dividing", models.TinyTransformer, (), {"d_model": 10, "n_heads": 4}, ValueError, "n_heads"),
+    Case("Block/heads-not-dividing", models.Block, (8, 3, 16), {}, ValueError, "n_heads"),
+    Case("CausalSelfAttention/heads-not-dividing", models.CausalSelfAttention, (10, 4), {}, ValueError, "n_heads"),
+    Case("MLP/d_ff-zero", models.MLP, (8, 0), {}, ValueError, "d_ff"),
+    Case("BiasFreeMLP/hidden-zero", Z.BiasFreeMLP, (), {"hidden": 0}, ValueError, "hidden"),
+    Case("TinyMLP/depth-zero", models.TinyMLP, (), {"depth": 0}, ValueError, "depth"),
+    Case("TinyMLP/hidden-fraction", models.TinyMLP, (), {"hidden": 2.5}, ValueError, "hidden"),
+    # --- gradient compression (notebook 07) -------------------------------------------
+    Case("sparse_bytes/density-zero", Z.sparse_bytes, ([(10, 10)], 0.0), {}, ValueError, "density"),
+    Case("sparse_bytes/density-above-one", Z.sparse_bytes, ([(10, 10)], 1.5), {}, ValueError, "density"),
+    Case("DGCConfig/density-nan", Z.DGCConfig, (), {"density": NAN}, ValueError, "density"),
+    Case("DGCConfig/momentum-one", Z.DGCConfig, (), {"momentum": 1.0}, ValueError, "momentum"),
+    Case("density_schedule/final-zero", Z.density_schedule, (0, 0.0, 10), {}, ValueError, "final_density"),
+    Case("topk_indices/k-zero", Z.topk_indices, (TENSOR, 0), {}, ValueError, r"\bk\b"),
+    Case("make_compressor/method", Z.make_compressor, ("zip", [TENSOR]), {}, ValueError, "method"),
+    Case("train/method", Z.train, (), {"method": "zip"}, ValueError, "method"),
+    Case("train/steps-zero", Z.train, (), {"steps": 0}, ValueError, "steps"),
+    Case("train/density-zero", Z.train, (), {"method": "dgc", "density": 0.0}, ValueError, "density"),
+    Case("train/schedule", Z.train, (), {"schedule": "linear"}, ValueError, "schedule"),
+    Case("train_many/steps-zero", Z.train_many, ([{"method": "dense"}],), {"steps": 0}, ValueError, "steps"),
+    Case("train_stacked/method", Z.train_stacked, ([{"method": "powersgd"}],), {}, ValueError, "dense.*dgc|method"),
+    Case("ablation/density", Z.ablation, (), {"density": 2.0}, ValueError, "density"),
+    Case("ablation_settings/row", Z.ablation_settings, ("bogus",), {"clip_norm": 0.5, "warmup_steps": 4, "density": 0.01}, ValueError, "bogus"),
+    Case("densification/density", Z.densification, (), {"density": -0.1}, ValueError, "density"),
+    Case("PowerSGD/rank-zero", Z.PowerSGD, ([torch.ones(4, 4)],), {"rank": 0}, ValueError, r"\brank\b"),
+    Case("Threshold/tau-nan", Z.Threshold, (NAN,), {}, ValueError, "tau"),
+    Case("TopKNoFeedback/density", Z.TopKNoFeedback, (0.0,), {}, ValueError, "density"),
+    Case("pack_bits/bits", Z.pack_bits, (torch.zeros(8, dtype=torch.uint8), 3), {}, ValueError, "bits"),
+    Case("torch_powersgd_bytes/rank-zero", Z.torch_powersgd_bytes, ([(10, 10)], 0), {}, ValueError, r"\brank\b"),
+    Case("train_torch_powersgd/rank-zero", Z.train_torch_powersgd, (), {"powersgd_rank": 0}, ValueError, "powersgd_rank"),
+    # --- delayed gradient averaging, latency (notebook 08) ----------------------------
+    Case("dga.simulate/algorithm", dga.simulate, ([], torch.zeros(2)), {"algorithm": "async", "steps": 3, "lr": 0.1}, ValueError, "algorithm"),
+    Case("dga.simulate/steps-zero", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 0, "lr": 0.1}, ValueError, "steps"),
+    Case("dga.simulate/lr-nan", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 3, "lr": NAN}, ValueError, r"\blr\b"),
+    Case("dga.train/alpha_ms-nan", dga.train, (), {"alpha_ms": NAN}, ValueError, "alpha"),
+    Case("run_worker/steps-zero", dga.run_worker, (None, torch.zeros(2), None), {"algorithm": "dga", "steps": 0, "lr": 0.1}, ValueError, "steps"),
+    Case("mlp_problem/batch_size-zero", dga.mlp_problem, (0, 1), {"batch_size": 0}, ValueError, "batch_size"),
+    Case("fit_from_collectives/too-few", costmodel.fit_from_collectives, ({},), {"world_size": 4}, ValueError, "two timings"),
+    Case("link_delay/alpha-negative", latency.link_delay, (100, -1.0), {}, ValueError, "alpha"),
+    Case("link_delay/beta-zero", latency.link_delay, (100, 0.0, 0.0), {}, ValueError, "beta"),
+    Case("DelayedComm/alpha-nan", latency.DelayedComm, (NAN,), {}, ValueError, "alpha"),
+    Case("modeled_step_times/algorithm", latency.modeled_step_times, ("async", 3, 1.0, 1.0), {}, ValueError, "algorithm"),
+    Case("modeled_step_times/steps-zero", latency.modeled_step_times, ("dga", 0, 1.0, 1.0), {}, ValueError, "steps"),
+    Case("lr_at/schedule", schedules.lr_at, (0.1, 0, 10, "step"), {}, ValueError, "schedule"),
+    Case("lr_at/steps-zero", schedules.lr_at, (0.1, 0, 0), {}, ValueError, "steps"),
+    Case("dga.train/delay-negative", dga.train, (), {"delay": -1}, ValueError, "delay"),
+    Case("dga.train/delay-fraction", dga.train, (), {"delay": 1.5}, ValueError, "delay"),
+    Case("dga.train/schedule", dga.train, (), {"schedule": "linear"}, ValueError, "schedule"),
+    Case("dga.train/batch_size-fraction", dga.train, (), {"batch_size": 2.5}, ValueError, "batch_size"),
+    Case("dga.train/batch_size-too-big", dga.train, (), {"batch_size": 5000}, ValueError, "batch_size"),
+    Case("dga.train/update_rule", dga.train, (), {"update_rule": "dga"}, TypeError, "update_rule"),
+    Case("dga.train/bandwidth-zero", dga.train, (), {"bandwidth_mbps": 0}, ValueError, "bandwidth_mbps"),
+    Case("dga.train/seeds-empty", dga.train, (), {"seeds": []}, ValueError, "seeds"),
+    Case("toy_train/steps-zero", dga.toy_train, (), {"steps": 0}, ValueError, "steps"),
+    Case("toy_train/dim-zero", dga.toy_train, (), {"dim": 0}, ValueError, "dim"),
+    Case("toy_train/local_steps-zero", dga.toy_train, (), {"algorithm": "fedavg", "local_steps": 0}, ValueError, "local_steps"),
+    Case("sweep/runs-empty", dga.sweep, (), {"runs": []}, ValueError, "runs"),
+    Case("sweep/run-delay-negative", dga.sweep, (), {"runs": [{"delay": -1}]}, ValueError, "delay"),
+    Case("sweep/run-misspelt", dga.sweep, (), {"runs": [{"dealy": 2}]}, TypeError, "dealy"),
+    Case("dga.simulate/update_rule", dga.simulate, ([], torch.zeros(2)), {"algorithm": "dga", "steps": 3, "lr": 0.1, "update_rule": 3}, TypeError, "update_rule"),
+    Case("dga.simulate/grad_fn", dga.simulate, ([None], torch.zeros(2)), {"algorithm": "sync", "steps": 3, "lr": 0.1}, TypeError, r"grad_fns\[0\]"),
+    Case("quadratic_grad_fn/dim-zero", dga.quadratic_grad_fn, (0,), {"dim": 0}, ValueError, "dim"),
+    Case("quadratic_grad_fn/rank-negative", dga.quadratic_grad_fn, (-1,), {}, ValueError, "rank_"),
+    Case("measure_link/repeats-zero", latency.measure_link, (), {"repeats": 0}, ValueError, "repeats"),
+    Case("measure_link/nbytes-too-small", latency.measure_link, (), {"nbytes": 2}, ValueError, "nbytes"),
+    Case("measure_link/alpha-negative", latency.measure_link, (), {"alphas_ms": (1.0, -1.0)}, ValueError, "alphas_ms"),
+    Case("great_circle_km/latitude", latency.great_circle_km, (91.0, 0.0, 0.0, 0.0), {}, ValueError, "lat1"),
+    Case("great_circle_km/longitude", latency.great_circle_km, (0.0, 0.0, 0.0, 200.0), {}, ValueError, "lon2"),
+    Case("great_circle_km/nan", latency.great_circle_km, (0.0, NAN, 0.0, 0.0), {}, ValueError, "lon1"),
+    Case("great_circle_km/str", latency.great_circle_km, ("51N", 0.0, 0.0, 0.0), {}, TypeError, "lat1"),
+    # --- hybrid parallelism and the planner (notebook 09) ------------------------------
+    Case("ModelSpec/heads-not-dividing", PL.ModelSpec, ("m", 2, 100, 3, 128, 1000), {}, ValueError, "heads"),
+    Case("ClusterSpec/nodes-zero", PL.ClusterSpec, ("c", 8, 0, 80.0, 989.0, 450.0, 50.0), {}, ValueError, "nodes"),
+    Case("ClusterSpec/memory-nan", PL.ClusterSpec, ("c", 8, 1, NAN, 989.0, 450.0, 50.0), {}, ValueError, "gpu_memory_gb"),
+    Case("plan/global_batch-zero", PL.plan, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
+    Case("collective_time/kind", PL.collective_time, ("broadcast", 1e6, 8, 1e-5, 1e9), {}, ValueError, "broadcast"),
+    Case("train_dp_tp/dp-zero", hybrid.train_dp_tp, (), {"dp": 0}, ValueError, r"\bdp\b"),
+    Case("train_dp_tp/batch-fraction", hybrid.train_dp_tp, (), {"dp": 1, "tp": 1, "batch": 2.5}, ValueError, "batch"),
+    Case("train_dp_tp/mesh", hybrid.train_dp_tp, (), {}, ValueError, "world_size=4"),
+    Case("train_pp_dp/schedule", hybrid.train_pp_dp, (), {"pp": 1, "dp": 1, "schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("train_pp_dp/microbatches-zero", hybrid.train_pp_dp, (), {"microbatches": 0}, ValueError, "microbatches"),
+    Case("train_pp_dp/not-dividing", hybrid.train_pp_dp, (), {"pp": 1, "dp": 1, "batch": 9}, ValueError, "batch"),
+    Case("transformer_reference/steps-zero", hybrid.transformer_reference, (), {"steps": 0, "batch": 8, "lr": 0.5}, ValueError, "steps"),
+    Case("transformer_reference/lr-nan", hybrid.transformer_reference, (), {"steps": 1, "batch": 8, "lr": NAN}, ValueError, r"\blr\b"),
+    Case("evaluate/dp-zero", PL.evaluate, (LLAMA, CLUSTER, 64, 0, 1, 1), {}, ValueError, r"\bdp\b"),
+    Case("evaluate/tp-fraction", PL.evaluate, (LLAMA, CLUSTER, 64, 1, 2.5, 1), {}, ValueError, r"\btp\b"),
+    Case("evaluate/global_batch-zero", PL.evaluate, (LLAMA, CLUSTER, 0, 8, 1, 1), {}, ValueError, "global_batch"),
+    Case("evaluate/recompute", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"recompute": "half"}, ValueError, "recompute"),
+    Case("evaluate/zero-4", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"zero": 4}, ValueError, "zero"),
+    Case("evaluate/kernel_efficiency", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"kernel_efficiency": 60}, ValueError, "kernel_efficiency"),
+    Case("grade/zero-4", PL.grade, (LLAMA, CLUSTER, 64), {"dp": 8, "tp": 1, "pp": 1, "zero": 4}, ValueError, "zero"),
+    Case("grade/tolerance-nan", PL.grade, (LLAMA, CLUSTER, 64), {"dp": 8, "tp": 1, "pp": 1, "tolerance": NAN}, ValueError, "tolerance"),
+    Case("powers_of_two_dividing/zero", PL.powers_of_two_dividing, (0,), {}, ValueError, r"\bn\b"),
+    Case("powers_of_two_dividing/fraction", PL.powers_of_two_dividing, (2.5,), {}, ValueError, r"\bn\b"),
+    Case("comm_bytes_per_step/tp-zero", PL.comm_bytes_per_step, (LLAMA, 1, 0, 1, 1, 1), {}, ValueError, r"\btp\b"),
+    # --- data loaders --------------------------------------------------------------------
+    Case("global_batch_indices/batch-zero", data.global_batch_indices, (100, 0, 0), {}, ValueError, "batch_size"),
+    Case("shard/world_size-zero", data.shard, (torch.zeros(8), 0, 0), {}, ValueError, "world_size"),
+    Case("shard/not-divisible", data.shard, (torch.zeros(8), 0, 3), {}, ValueError, "split evenly|multiple"),
+    Case("digits_batch/rank-outside", data.digits_batch, (0, 8), {"rank": 2, "world_size": 2}, ValueError, r"\brank\b"),
+    Case("global_batch_indices/step-negative", data.global_batch_indices, (100, 10, -1), {}, ValueError, "step"),
+    Case("global_batch_indices/batch-fraction", data.global_batch_indices, (100, 2.5, 0), {}, ValueError, "batch_size"),
+    Case("digits_batch/batch_size-fraction", data.digits_batch, (0, 2.5), {}, ValueError, "batch_size"),
+    Case("CharCorpus.batch/batch_size-zero", data.CharCorpus("abcdefgh").batch, (0, 0, 4), {}, ValueError, "batch_size"),
+    Case("CharCorpus.batch/step-negative", data.CharCorpus("abcdefgh").batch, (-1, 2, 4), {}, ValueError, "step"),
+    Case("CharCorpus.batch/seq_len-zero", data.CharCorpus("abcdefgh").batch, (0, 2, 0), {}, ValueError, "seq_len"),
+    # --- widget factories ----------------------------------------------------------------
+    Case("schedule_explorer/schedule", wpipe.schedule_explorer, (), {"schedule": "2f2b"}, ValueError, "schedule"),
+    Case("schedule_explorer/stages-zero", wpipe.schedule_explorer, (), {"stages": 0}, ValueError, "stages"),
+    Case("schedule_explorer/cost-nan", wpipe.schedule_explorer, (), {"F": NAN}, ValueError, r"\bF\b"),
+    Case("timeline_player/empty", wpipe.timeline_player, ([],), {}, ValueError, "timeline"),
+    Case("planner/model", wplan.planner, (), {"model": "GPT-5"}, ValueError, "model"),
+    Case("planner/cluster", wplan.planner, (), {"cluster": "my laptop"}, ValueError, "cluster"),
+    Case("planner/global_batch-zero", wplan.planner, (), {"global_batch": 0}, ValueError, "global_batch"),
+    Case("zero_memory/gpus-zero", wzero.zero_memory, (), {"gpus": 0}, ValueError, "gpus"),
+    Case("zero_memory/stage", wzero.zero_memory, (), {"stage": 4}, ValueError, "stage"),
+    Case("zero_memory/precision", wzero.zero_memory, (), {"precision": "fp8"}, ValueError, "precision"),
+    Case("zero_memory/params_b-nan", wzero.zero_memory, (), {"params_b": NAN}, ValueError, "params_b"),
+    Case("activation_memory/tp", wzero.activation_memory, (), {"tp": 3}, ValueError, r"\btp\b"),
+    Case("activation_memory/recompute", wzero.activation_memory, (), {"recompute": "half"}, ValueError, "recompute"),
+    Case("activation_memory/layers-zero", wzero.activation_memory, (), {"layers": 0}, ValueError, "layers"),
+    Case("compression_explorer/world_size-zero", wcomp.compression_explorer, (), {"world_size": 0}, ValueError, "world_size"),
+    Case("compression_explorer/steps-fraction", wcomp.compression_explorer, (), {"steps": 2.5}, ValueError, "steps"),
+    Case("compression_explorer/lr-nan", wcomp.compression_explorer, (), {"lr": NAN}, ValueError, r"\blr\b"),
+    Case("dga_explorer/compute_ms-zero", wdga.dga_explorer, (), {"compute_ms": 0}, ValueError, "compute_ms"),
+    Case("dga_explorer/world_size-zero", wdga.dga_explorer, (), {"world_size": 0}, ValueError, "world_size"),
+    Case("draw_fg_dataflow/tp", wtp.draw_fg_dataflow, (), {"tp": 5}, ValueError, r"\btp\b"),
+    Case("draw_split/kind", wtp.draw_split, ("diagonal", 2), {}, ValueError, "kind"),
+    Case("draw_split/tp-zero", wtp.draw_split, ("column", 0), {}, ValueError, r"\btp\b"),
+    Case("activation_memory_explorer/heads", wtp.activation_memory_explorer, (), {"hidden": 100, "heads": 3}, ValueError, "heads"),
+    Case("grid_player/empty", wtp.grid_player, ([], 2), {}, ValueError, "frame"),
+    Case("ulysses_frames/heads-zero", wtp.ulysses_frames, ([], 0, 8), {}, ValueError, "heads"),
+    Case("plot_rank_tensors/empty", wcoll.plot_rank_tensors, ([],), {}, ValueError, "tensors"),
+    Case("collective_replay/nothing", wcoll.collective_replay, ([],), {}, ValueError, "replay"),
+    Case("frame_player/n_frames-zero", wbase.frame_player, (0, print), {}, ValueError, "frame"),
+    # --- launch(rank_fn, bad value): the rank function's @preflight check, in the parent -
+    Case("launch/local_values-n", launch, (basics.local_values, 0), {}, ValueError, r"\bn\b"),
+    Case("launch/primitives_demo-numel", launch, (demos.primitives_demo,), {"numel": 0}, ValueError, "numel"),
+    Case("launch/all_reduce_demo-numel", launch, (demos.all_reduce_demo,), {"numel": 2.5}, ValueError, "numel"),
+    Case("launch/traffic_sweep-numel", launch, (demos.traffic_sweep,), {"numel": 0}, ValueError, "numel"),
+    Case("launch/record-name", launch, (demos.record, "ringg"), {}, ValueError, "ringg"),
+    Case("launch/parameter_server-one-rank", launch, (param_server.parameter_server_train,), {"world_size": 1}, ValueError, "world_size >= 2"),
+    Case("launch/parameter_server-workers", launch, (param_server.parameter_server_train,), {"world_size": 3, "batch_size": 47}, ValueError, "batch_size"),
+    Case("launch/all_reduce_train-split", launch, (param_server.all_reduce_train,), {"world_size": 5}, ValueError, "batch_size"),
+    Case("launch/ping_pong-repeats", launch, (costmodel.ping_pong,), {"repeats": 0}, ValueError, "repeats"),
+    Case("launch/time_all_reduce-algorithm", launch, (costmodel.time_all_reduce, ("bus",)), {}, ValueError, "bus"),
+    Case("launch/zero_runs.train-split", launch, (zero_runs.train,), {"world_size": 3}, ValueError, "batch_size"),
+    Case("launch/zero_runs.train_many", launch, (zero_runs.train_many, [{"strategy": "zero4"}]), {}, ValueError, "strategy"),
+    Case("launch/compression.train-split", launch, (Z.train,), {"world_size": 4, "global_batch": 30}, ValueError, "multiple of the world size"),
+    Case("launch/compression.train-density", launch, (Z.train,), {"method": "dgc", "density": 0.0}, ValueError, "density"),
+    Case("launch/compression.train-option", launch, (Z.train,), {"method": "dgc", "densty": 0.1}, TypeError, "densty"),
+    Case("launch/compression.train_many", launch, (Z.train_many, [{"method": "powersgd"}]), {}, ValueError, r"train\(\)"),
+    Case("launch/train_stacked", launch, (Z.train_stacked, [{"method": "dense"}]), {"world_size": 4, "global_batch": 30}, ValueError, "multiple of the world size"),
+    Case("launch/ablation-density", launch, (Z.ablation,), {"density": 2.0}, ValueError, "density"),
+    Case("launch/ablation-train_kwargs", launch, (Z.ablation,), {"stpes": 10}, TypeError, "stpes"),
+    Case("launch/densification-steps", launch, (Z.densification,), {"steps": 3}, ValueError, "steps"),
+    Case("launch/train_torch_powersgd-rank", launch, (Z.train_torch_powersgd,), {"powersgd_rank": 0}, ValueError, "powersgd_rank"),
+    Case("launch/dga.train-delay", launch, (dga.train,), {"delay": -1}, ValueError, "delay"),
+    Case("launch/dga.train-split", launch, (dga.train,), {"world_size": 3}, ValueError, "batch_size"),
+    Case("launch/toy_train-dim", launch, (dga.toy_train,), {"dim": 0}, ValueError, "dim"),
+    Case("launch/dga.sweep-run", launch, (dga.sweep,), {"runs": [{"steps": 0}]}, ValueError, "steps"),
+    Case("launch/measure_link-repeats", launch, (latency.measure_link,), {"repeats": 0}, ValueError, "repeats"),
+    Case("launch/train_dp_tp-mesh", launch, (hybrid.train_dp_tp,), {"world_size": 4, "dp": 3, "tp": 2}, ValueError, "world_size=6"),
+    Case("launch/train_dp_tp-heads", launch, (hybrid.train_dp_tp,), {"world_size": 3, "dp": 1, "tp": 3}, ValueError, r"\btp\b"),
+    Case("launch/train_pp_dp-schedule", launch, (hybrid.train_pp_dp,), {"world_size": 4, "schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("launch/compare_with_reference-heads", launch, (TP.compare_with_reference,), {"world_size": 3, "kind": "attention"}, ValueError, "n_heads=.*not divisible"),
+    Case("launch/compare_with_reference-seq", launch, (TP.compare_with_reference,), {"world_size": 4, "seq": 9, "sequence_parallel": True}, ValueError, "seq=.*not divisible"),
+    Case("launch/dtensor_mlp_compare-d_ff", launch, (TP.dtensor_mlp_compare,), {"world_size": 3}, ValueError, "d_ff"),
+    Case("launch/activation_bytes-heads", launch, (TP.activation_bytes,), {"world_size": 3}, ValueError, "n_heads"),
+    Case("launch/call_many-row", launch, (TP.call_many, [(TP.compare_with_reference, {"kind": "mlp", "d_ff": 66})]), {"world_size": 4}, ValueError, "d_ff=.*not divisible"),
+    Case("launch/compare_attention-seq", launch, (sequence_parallel.compare_attention,), {"world_size": 3}, ValueError, "seq"),
+    Case("launch/benchmark_layer-seq", launch, (sequence_parallel.benchmark_layer,), {"world_size": 3}, ValueError, "seq"),
+    Case("launch/compare_moe-experts", launch, (moe.compare_moe,), {"world_size": 3}, ValueError, "n_experts"),
+    Case("launch/run_pipeline-schedule", launch, (P.run_pipeline,), {"schedule": "2f2b"}, ValueError, "2f2b"),
+    Case("launch/run_pipeline-depth", launch, (P.run_pipeline,), {"world_size": 4, "depth": 1}, ValueError, "depth"),
+    Case("launch/run_pipeline-microbatches", launch, (P.run_pipeline,), {"batch_size": 30}, ValueError, "batch_size"),
+    Case("launch/run_torch_pipelining-schedule", launch, (torch_reference.run_torch_pipelining,), {"schedule": "zb"}, ValueError, "schedule"),
+    Case("check/preflight", exercises.check, (demos.traffic_sweep, demos.traffic_sweep), {"numel": 0}, ValueError, "numel"),
+    # --- the command line: python -m companion ------------------------------------------
+    Case("cli/unknown-experiment", cli, (["run", "no_such_experiment"],), {}, SystemExit, "no_such_experiment"),
+    Case("cli/world-size-zero", cli, (["run", "whoami", "--world-size", "0"],), {}, SystemExit, "--world-size"),
+    Case("cli/world-size-fraction", cli, (["run", "whoami", "--world-size", "2.5"],), {}, SystemExit, "--world-size"),
+    Case("cli/timeout-nan", cli, (["run", "whoami", "--timeout", "nan"],), {}, SystemExit, "--timeout"),
+    Case("cli/backend-unknown", cli, (["run", "whoami", "--backend", "mpi"],), {}, SystemExit, "--backend"),
+    Case("cli/set-malformed", cli, (["run", "whoami", "--set", "steps"],), {}, SystemExit, "--set"),
+    Case("cli/set-unknown-key", cli, (["run", "whoami", "--set", "steps=3"],), {}, SystemExit, "steps"),
+    Case("cli/set-numel-zero", cli, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
+    Case("cli/set-steps-zero", cli, (["run", "dga_train", "--set", "steps=0"],), {}, SystemExit, "steps"),
+    Case("cli/set-batch-not-splitting", cli, (["run", "compression_train", "--world-size", "4", "--set", "global_batch=30"],), {}, SystemExit, "global_batch"),
+    Case("cli/mesh-needs-4-ranks", cli, (["run", "hybrid_dp_tp", "--world-size", "2"],), {}, SystemExit, "world_size=4"),
+    Case("cli/torchrun-set-numel-zero", cli_under_torchrun, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
+    Case("cli/torchrun-mesh", cli_under_torchrun, (["run", "hybrid_pp_dp"],), {}, SystemExit, "world_size=4"),
+    Case("cli/unknown-command", cli, (["train"],), {}, SystemExit, "train|command"),
+]
+
+# Public names that take no size, name or callable (or only objects built by the
+# package itself), so there is no bad value of that kind to feed them.
+NOT_APPLICABLE = {
+    "LaunchError": "an exception class",
+    "LaunchTimeout": "an exception class",
+    "teardown_process_group": "takes no arguments",
+    "rank": "takes no arguments",
+    "world_size": "takes no arguments",
+    "device": "takes no arguments",
+    "guarded": "takes an Output widget and decorates a callback",
+    "showing": "takes an Output widget",
+    "tp_split_explorer": "takes no arguments",
+    "draw_replay_frame": "takes a Replay the package built; frame is checked (collective_replay case)",
+    "ring_frames": "takes traces recorded by ring_attention",
+    "draw_grid": "takes frames built by ulysses_frames/ring_frames",
+    "plan_breakdown_figure": "takes plans from planner.plan",
+    "ranking_html": "takes plans from planner.plan",
+}
+
+
+def _reason(reason, *names):
+    NOT_APPLICABLE.update(dict.fromkeys(names, reason))
+
+
+_reason("the argument checks themselves: every case above runs them",
+        "positive_int", "nonnegative_int", "positive_number", "fraction", "in_range", "one_of",
+        "divides", "callable_arg", "accepts", "preflight", "run_preflight")
+_reason("a record the package builds and fills (dataclass or result object), not an entry point",
+        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op",
+        "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
+_reason("launch()'s own machinery; launch checks its arguments first (launch cases)",
+        "Forwarder", "collect", "drain", "stop", "process_group")
+_reason("a tensor operation inside a rank: it takes tensors and a process group, no size or name",
+        "f", "g", "sp_all_gather", "sp_reduce_scatter", "CopyToTensorParallelRegion",
+        "ReduceFromTensorParallelRegion", "GatherFromSequenceParallelRegion",
+        "ReduceScatterToSequenceParallelRegion", "GatherLinearRegather", "AllToAll",
+        "seq_to_heads", "heads_to_seq", "ulysses_attention", "RingAttention", "ring_attention",
+        "hybrid_attention", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+        "exchange", "finish", "all_reduce_mean", "all_gather_payloads", "shard_like",
+        "allreduce_sequence_parallel_grads", "group_rank_size", "pack_chunks", "unpack_chunks",
+        "dispatch", "orthonormalize", "encode_topk", "decode_topk", "momentum_correction")
+_reason("wraps a module or model the caller built, whose own constructor checked its sizes",
+        "ParallelAttention", "ParallelBlock", "ExpertParallelMoE", "TransformerStage",
+        "parallelize_dp_tp", "count_parameters", "held_bytes", "optimizer_state_tensors",
+        "default_units", "MomentumSGD")
+_reason("a compressor make_compressor builds from settings it checked (make_compressor cases)",
+        "QuantizedExchange", "TernGrad", "DGC", "DenseAllReduce")
+_reason("arithmetic on values the package computed (payload sizes, counts, timings); "
+        "not called with user sizes in the notebooks",
+        "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
+        "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction")
+_reason("takes results or data the package returned (load_digits(), run results, timelines)",
+        "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
+        "rank_colors")
+_reason("the DGA update rules: three tensors in, one out, no size or name",
+        "dga_update", "stale_update")
+_reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
+        "run_mlp")
+
+
+class RankStarted(BaseException):
+    """Raised (past ``pytest.raises(Exception)``) when a case tries to start a process."""
+
+
+@pytest.fixture(autouse=True)
+def no_rank_may_start(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RankStarted("a bad-input case tried to start a process")
+
+    try:
+        import psutil
+    except ImportError:  # not a dependency; the /proc walk in conftest.py still runs
+        psutil = None
+
+    def children():
+        # An earlier test file's forkserver and resource tracker may live on; only
+        # processes a case started count.
+        return {p.pid for p in psutil.Process().children(recursive=True)} if psutil else set()
+
+    before = children()
+    monkeypatch.setattr("companion.launcher._get_context", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    yield
+    assert multiprocessing.active_children() == []
+    assert children() - before == set(), "a bad-input case left a process behind"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_refused_up_front(case, capsys):
+    with pytest.raises(case.exc) as info:
+        case.fn(*case.args, **case.kwargs)
+    message = str(info.value)
+    if case.exc is SystemExit:  # argparse prints its message; the exit code is 2
+        assert info.value.code == 2, f"exit code {info.value.code!r}, want 2"
+        message += capsys.readouterr().err
+    assert type(info.value) is case.exc or case.exc is SystemExit, type(info.value)
+    assert __import__("re").search(case.match, message), f"{message!r} does not name {case.match!r}"
+
+
+def test_case_ids_are_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def _takes_parameters(obj) -> bool:
+    try:
+        return bool(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):  # no inspectable signature: count it as taking some
+        return True
+
+
+def _public_callables():
+    """``(qualified name, object)`` for every callable in the ``__all__`` of every public
+    module of the package, subpackages included."""
+    for info in pkgutil.walk_packages(companion.__path__, "companion."):
+        if any(part.startswith("_") for part in info.name.split(".")[1:]):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if callable(obj) and _takes_parameters(obj):
+                yield f"{info.name}.{name}", name, obj
+
+
+def _covered_objects():
+    covered = set()
+    for case in CASES:
+        fn = getattr(case.fn, "__func__", case.fn)
+        covered.add(fn)
+        if hasattr(case.fn, "__self__"):  # a bound method's case covers its class too
+            covered.add(type(case.fn.__self__))
+        if case.fn in (launch, companion.launch, exercises.check) and case.args:
+            covered.add(case.args[0])  # the rank function whose preflight refused
+    return covered
+
+
+def test_every_public_entry_point_has_a_case_or_a_reason():
+    covered = _covered_objects()
+    covered_names = {c.id.split("/")[0] for c in CASES}
+    missing = sorted(qual for qual, name, obj in _public_callables()
+                     if obj not in covered and name not in covered_names
+                     and name not in NOT_APPLICABLE and qual not in NOT_APPLICABLE)
+    assert not missing, f"no bad-input case and no NOT_APPLICABLE reason for {missing}"
+
+
+def test_not_applicable_lists_only_real_public_names():
+    import companion.widgets as widgets
+
+    public = {name for _, name, _ in _public_callables()}
+    public |= set(companion.__all__) | set(widgets.__all__)
+    stale = sorted(set(NOT_APPLICABLE) - public)
+    assert not stale, f"NOT_APPLICABLE names no public callable: {stale}"
+
+
+def test_every_registered_experiment_with_parameters_is_checked_before_launch():
+    """The CLI runs these by name: each with parameters carries a @preflight check, so
+    `python -m companion run NAME --set key=bad` fails before any rank starts."""
+    unchecked = sorted(name for name in experiments.names()
+                       if _takes_parameters(experiments.get(name).fn)
+                       and not hasattr(experiments.get(name).fn, "__companion_preflight__"))
+    assert not unchecked, f"experiments without a preflight check: {unchecked}"
