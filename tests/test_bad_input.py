@@ -20,7 +20,7 @@ import multiprocessing
 import multiprocessing.process
 import pkgutil
 import subprocess
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import pytest
 import torch
@@ -412,6 +412,10 @@ CASES = [
     Case("launch/call_many-row", launch, (TP.call_many, [(TP.compare_with_reference, {"kind": "mlp", "d_ff": 66})]), {"world_size": 4}, ValueError, "d_ff=.*not divisible"),
     Case("launch/compare_attention-seq", launch, (sequence_parallel.compare_attention,), {"world_size": 3}, ValueError, "seq"),
     Case("launch/benchmark_layer-seq", launch, (sequence_parallel.benchmark_layer,), {"world_size": 3}, ValueError, "seq"),
+    Case("launch/volume_sweep-seq", launch, (sequence_parallel.volume_sweep,), {"world_size": 4, "seqs": (16, 30)}, ValueError, "seq=30"),
+    Case("launch/volume_sweep-method", launch, (sequence_parallel.volume_sweep,), {"methods": ("ring", "star")}, ValueError, "star"),
+    Case("launch/layout_probe-fn", launch, (sequence_parallel.layout_probe, "seq_to_heads"), {}, TypeError, r"\bfn\b"),
+    Case("launch/layout_probe-heads", launch, (sequence_parallel.layout_probe, abs), {"heads": 0}, ValueError, "heads"),
     Case("launch/compare_moe-experts", launch, (moe.compare_moe,), {"world_size": 3}, ValueError, "n_experts"),
     Case("launch/run_pipeline-schedule", launch, (P.run_pipeline,), {"schedule": "2f2b"}, ValueError, "2f2b"),
     Case("launch/run_pipeline-depth", launch, (P.run_pipeline,), {"world_size": 4, "depth": 1}, ValueError, "depth"),

@@ -195,7 +195,7 @@ def _check_calls(calls, world_size=None) -> None:
 def call_many(calls) -> list:
     """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
     table of experiments (notebooks 05 and 06), instead of one launch per row."""
-    _check_calls(calls)
+    _check_calls(calls, dist.get_world_size() if dist.is_initialized() else 1)
     return [fn(**kwargs) for fn, kwargs in calls]
 
 

@@ -1,0 +1,106 @@
+"""Ring attention (Liu et al., 2023): K/V blocks travel around a ring of ranks while each
+rank's queries accumulate their output with the online softmax. Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+
+from .. import comm_log
+from .ulysses import _rank_size
+
+__all__ = ["RingAttention", "ring_attention"]
+
+
+def _neighbours(group):
+    i, n = _rank_size(group)
+    to_global = (lambda r: dist.get_global_rank(group, r)) if group is not None else (lambda r: r)
+    return i, n, to_global((i + 1) % n), to_global((i - 1) % n)
+
+
+def _block_scores(q, k, scale, causal, i, j):
+    """Scores of query block i against key block j, or None when causal masks it all."""
+    if causal and j > i:
+        return None
+    s = q @ k.transpose(-2, -1) * scale
+    if causal and j == i:  # the diagonal block: the usual lower-triangular mask
+        mask = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    return s
+
+
+class RingAttention(torch.autograd.Function):
+    """Ring attention with a hand-written backward (torch has no autograd for send/recv)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, group, trace):
+        i, n, nxt, prv = _neighbours(group)
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)
+        l = torch.zeros_like(m)
+        o = torch.zeros_like(q)
+        kb, vb = k, v
+        for t in range(n):
+            j = (i - t) % n  # the K/V block this rank holds at step t
+            # Start passing this block on before computing with it: the hop overlaps
+            # the block's attention (the point of ring attention on real hardware).
+            pending = (comm_log.exchange([kb, vb], nxt, prv, label="ring_kv", async_op=True)
+                       if t < n - 1 else None)
+            s = _block_scores(q, kb, scale, causal, i, j)
+            if s is not None:  # online softmax: rescale what we had to the new running max
+                m_new = torch.maximum(m, s.amax(dim=-1))
+                p = torch.exp(s - m_new.unsqueeze(-1))
+                alpha = torch.exp(m - m_new)
+                l = l * alpha + p.sum(dim=-1)
+                o = o * alpha.unsqueeze(-1) + p @ vb
+                m = m_new
+            if trace is not None:
+                trace.append({"phase": "forward", "step": t, "rank": i, "kv_block": j,
+                              "computed": s is not None})
+            if pending is not None:
+                kb, vb = pending()
+        out = o / l.unsqueeze(-1)
+        lse = m + torch.log(l)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.args = (causal, group, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        causal, group, scale = ctx.args
+        i, n, nxt, prv = _neighbours(group)
+        dout = dout.contiguous()
+        delta = (dout * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O), as in FlashAttention
+        dq = torch.zeros_like(q)
+        kb, vb, dkb, dvb = k, v, torch.zeros_like(k), torch.zeros_like(v)
+        for t in range(n):
+            j = (i - t) % n
+            # K/V can travel on while we compute; dK/dV must wait for this block's update.
+            pending = (comm_log.exchange([kb, vb], nxt, prv, label="ring_kv", async_op=True)
+                       if t < n - 1 else None)
+            s = _block_scores(q, kb, scale, causal, i, j)
+            if s is not None:
+                p = torch.exp(s - lse.unsqueeze(-1))  # the softmax, rebuilt from the saved lse
+                dvb = dvb + p.transpose(-2, -1) @ dout
+                ds = p * (dout @ vb.transpose(-2, -1) - delta)
+                dq = dq + ds @ kb * scale
+                dkb = dkb + ds.transpose(-2, -1) @ q * scale
+            if n == 1:
+                break
+            # The gradient accumulators follow their K/V block; after n hops they are
+            # back on the rank that owns the block.
+            dkb, dvb = comm_log.exchange([dkb, dvb], nxt, prv, label="ring_dkv")
+            if pending is not None:
+                kb, vb = pending()
+        return dq, dkb, dvb, None, None, None
+
+
+def ring_attention(q, k, v, causal: bool = True, group=None, trace: list | None = None):
+    """Attention of this rank's query block against all K/V blocks passed around a ring.
+
+    ``trace``: a list that receives one dict per forward step (which K/V block was
+    here, whether it was computed or skipped by the causal mask) for the animation."""
+    return RingAttention.apply(q, k, v, causal, group, trace)
