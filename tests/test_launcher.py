@@ -193,8 +193,12 @@ def test_a_hang_past_timeout_gives_launch_timeout():
 
 
 def test_keyboard_interrupt_stops_every_rank():
+    # The child restores Python's own SIGINT handler, as a Jupyter kernel installs its own:
+    # a process started in the background by a non-interactive shell (a CI runner, `cmd &`)
+    # inherits SIGINT *ignored*, and then no KeyboardInterrupt could ever arrive.
     code = textwrap.dedent("""
-        import os, time, companion
+        import os, signal, time, companion
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         def sleeper():
             print("PID", os.getpid(), flush=True)
             time.sleep(600)
@@ -203,21 +207,30 @@ def test_keyboard_interrupt_stops_every_rank():
         except KeyboardInterrupt:
             print("INTERRUPTED", flush=True)
     """)
+    # Its own session, so that whatever happens here nothing it started outlives the test.
     proc = subprocess.Popen([PY, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    pids = []
-    deadline = time.monotonic() + 60
-    while len(pids) < 2 and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if "PID" in line:
-            pids.append(int(line.split()[-1]))
-    assert len(pids) == 2, "ranks did not start"
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert "INTERRUPTED" in out, err
-    time.sleep(0.2)
-    for pid in pids:
-        assert not os.path.exists(f"/proc/{pid}"), f"rank process {pid} survived the interrupt"
+                            text=True, start_new_session=True)
+    try:
+        pids, lines = [], []
+        deadline = time.monotonic() + 60
+        while len(pids) < 2 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break  # the child exited
+            lines.append(line)
+            if "PID" in line:
+                pids.append(int(line.split()[-1]))
+        assert len(pids) == 2, f"ranks did not start: {lines}"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert "INTERRUPTED" in out, err
+        time.sleep(0.2)
+        for pid in pids:
+            assert not os.path.exists(f"/proc/{pid}"), f"rank process {pid} survived the interrupt"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -130,7 +130,8 @@ def test_rapid_updates_raise_nothing_in_the_kernel(kernel, factory, control, val
     assert made["errors"] == [], made["errors"]
     kernel.move(made["stdout"].split()[-1], values, key)
     seen = kernel.collect(quiet_s=2.0, timeout=120)
-    assert seen["errors"] == [], seen["errors"]
-    # the widget followed: its last state is the last value sent
+    # The shell channel is first in, first out: this cell runs after every update, so a
+    # redraw still running when the kernel went quiet reports its error here.
     final = kernel.run(f"print(box.{control}.{key})")
-    assert final["stdout"].strip() == str(values[-1])
+    assert seen["errors"] + final["errors"] == []
+    assert final["stdout"].strip() == str(values[-1])  # the widget followed to the last value
