@@ -338,7 +338,8 @@ def _try_controls(page, area):
         yield f"toggle {i}", True
 
 
-def rapid_interaction(page, area, presses: int = 3, play_s: float = 1.5) -> list[str]:
+def rapid_interaction(page, area, presses: int = 3, play_frames: int = 3,
+                      max_play_s: float = 8.0) -> list[str]:
     """What an instructor does in front of a class: several key presses in a row on every
     slider, Play for a few frames, every dropdown changed twice quickly. Nothing waits
     for the kernel in between, so its callbacks overlap with new messages."""
@@ -349,15 +350,27 @@ def rapid_interaction(page, area, presses: int = 3, play_s: float = 1.5) -> list
         for key in ("ArrowRight",) * presses + ("ArrowLeft",) * presses:
             page.keyboard.press(key)
         done.append(f"slider {i}: {presses} presses each way")
-    plays = area.locator(".widget-play button:not(:disabled)").first
-    if plays.count():
-        # The first button of a Play widget starts it; the last one (repeat/stop) differs
-        # between ipywidgets versions, so pause with the second, which is always "pause".
-        buttons = area.locator(".widget-play button")
+    buttons = area.locator(".widget-play button")
+    if buttons.count():
+        # Play steps a slider linked to it in the page; count the frames it shows, since
+        # players tick at 150 ms to 1.2 s. The first button starts it, the second pauses.
+        values = lambda: area.evaluate(  # noqa: E731
+            "a => Array.from(a.querySelectorAll('.noUi-handle'), h => h.getAttribute('aria-valuenow')).join()")
+        if handles.count():  # from the first frame, so that there are frames to play
+            handles.nth(0).focus()
+            page.keyboard.press("Home")
         buttons.nth(0).click()
-        time.sleep(play_s)
+        frames, last, deadline = 0, values(), time.monotonic() + max_play_s
+        changed = time.monotonic()
+        while frames < play_frames and time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = values()
+            if now != last:
+                frames, last, changed = frames + 1, now, time.monotonic()
+            elif frames and time.monotonic() - changed > 2.5:
+                break  # a short recording played to its end (ticks are at most 1.2 s apart)
         buttons.nth(1).click()
-        done.append(f"play for {play_s} s")
+        done.append(f"play: {frames} frames")
     selects = area.locator("select")
     for i in range(selects.count()):
         select = selects.nth(i)
