@@ -8,8 +8,8 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 NB     ?= 00
 PYTEST_ARGS ?=
-# The real-browser tests re-run every notebook twice more (JupyterLab, then Voila) and
-# roughly double the run: CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
+# The real-browser tests re-run every notebook twice more (JupyterLab, then Voila): about
+# 11 minutes on top of 6. CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
