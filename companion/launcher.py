@@ -38,6 +38,10 @@ import time
 import traceback
 
 import cloudpickle
+import cloudpickle.cloudpickle as _cp
+import collections
+import io
+import types
 import torch
 import torch.distributed as dist
 from torch.utils._pytree import tree_map
@@ -96,6 +100,25 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
+
+
+def _code_keeping_filename(code):
+    # cloudpickle >= 3.1 renames every shipped code object's file "<dynamic-code>" (for
+    # deterministic payloads). A rank's traceback then cannot name the notebook cell, nor
+    # quote its line from the linecache entries shipped below; put the real name back.
+    ctor, args = _cp._code_reduce(code)
+    return ctor, tuple(code.co_filename if a == "<dynamic-code>" else a for a in args)
+
+
+class _Pickler(cloudpickle.Pickler):
+    dispatch_table = collections.ChainMap({types.CodeType: _code_keeping_filename},
+                                          cloudpickle.Pickler.dispatch_table)
+
+
+def _dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
 
 
 def _interactive_sources() -> dict:
@@ -191,7 +214,7 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
         print(f"[launch] {chosen} backend: {reason}")
         _last_announced = (chosen, reason)
 
-    payload = cloudpickle.dumps((fn, args, kwargs, _interactive_sources()))
+    payload = _dumps((fn, args, kwargs, _interactive_sources()))
     ctx = _get_context()
     start = time.perf_counter()
     # The pid in the name lets a test tell its own launches from a concurrent notebook's.

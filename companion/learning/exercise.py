@@ -1,0 +1,299 @@
+"""Exercises checked on real ranks: values, communication pattern, forbidden shortcuts.
+
+Introduced in notebook 00; every notebook's exercises are :class:`Exercise` objects
+registered by ``companion/learning/nbNN.py`` and fetched with :func:`exercise`::
+
+    ring = exercise("01.ring")     # shows the task
+    ring.hint()                    # the next hint, one at a time
+    ring.check(my_ring_all_reduce) # runs it on real ranks and explains the verdict
+
+One :meth:`Exercise.check` is one :func:`companion.launch`. On every rank the package
+first computes the expected result (the reference solution, or a measurement), then
+runs the student's code under :func:`~companion.learning.watch.watching`, which records
+each ``torch.distributed`` call and each forbidden call. The parent then judges, in
+this order: did it run (a crash is reported at the student's own line), did it call a
+forbidden function, did it change its inputs, are the values right (each rank, each
+entry by name), and is the communication the pattern the lecture teaches.
+
+``check`` never raises for wrong student code; it prints a verdict and returns a
+:class:`Verdict`, which is truthy only when the attempt passed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch.utils._pytree import tree_flatten
+
+from ..launcher import LaunchError, LaunchTimeout, launch
+from . import feedback
+from .patterns import summary
+from .watch import watching
+
+__all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]
+
+LEVELS = ("warm-up", "core", "stretch")
+_REGISTRY: dict[str, "Exercise"] = {}
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The outcome of one attempt. ``kind`` is one of: passed, not_implemented, crash,
+    timeout, forbidden, changed_input, wrong_value, pattern, precheck, not_callable."""
+
+    kind: str
+    message: str
+    line: str | None = None   # "Cell In[7], line 5: <source>" for a crash
+
+    def __bool__(self) -> bool:
+        return self.kind == "passed"
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.kind!r})"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _ipython_display_(self) -> None:
+        # check() has already printed the verdict; a check cell should not echo it again.
+        pass
+
+
+@dataclasses.dataclass
+class Exercise:
+    """One exercise. Rank-side fields are called inside every rank, so they must be
+    module-level functions of the package (never lambdas from a notebook).
+
+    inputs(rank, world_size) -> tuple: the arguments, made the same way on every run.
+    reference: the package's solution, run through ``adapter`` to make the expected
+        result. ``expected(*args)`` replaces it when the answer is a measurement.
+    adapter(candidate, *args): how a solution is exercised (default ``candidate(*args)``);
+        e.g. an autograd Function is applied and back-propagated.
+    forbidden: {"dotted.name": "why it is not allowed here"}.
+    pattern: (calls_per_rank, world_size) -> problem or None (:mod:`.patterns`).
+    pure: the student's code must not change its inputs.
+    precheck(candidate) -> problem or None: run in the notebook before any rank starts
+        (e.g. simulate a schedule); forbidden calls are watched there too.
+    """
+
+    id: str
+    title: str
+    level: str
+    task: str
+    student_name: str
+    hints: tuple[str, ...]
+    inputs: Callable[[int, int], tuple] = lambda rank, world_size: ()
+    reference: Any = None
+    expected: Callable | None = None
+    adapter: Callable | None = None
+    forbidden: dict = dataclasses.field(default_factory=dict)
+    pattern: Callable | None = None
+    pure: bool = False
+    precheck: Callable | None = None
+    world_size: int = 4
+    rtol: float = 0.0
+    atol: float = 0.0
+    timeout: float = 30.0
+    context: str = ""   # imports the solution cell relies on (used by the tests)
+    _hints_shown: int = dataclasses.field(default=0, repr=False)
+    passed: bool = dataclasses.field(default=False, repr=False)
+
+    def __post_init__(self):
+        if self.level not in LEVELS:
+            raise ValueError(f"level={self.level!r}: use one of {LEVELS}")
+        if len(self.hints) < 2:
+            raise ValueError(f"{self.id}: give at least 2 graduated hints")
+
+    # ---- what the student sees -------------------------------------------------------
+    def _repr_markdown_(self) -> str:
+        rules = "".join(f"\n- not allowed: `{k.rsplit('.', 1)[-1]}` ({v})"
+                        for k, v in self.forbidden.items())
+        return (f"**Exercise {self.id} ({self.level}): {self.title}**\n\n{self.task}\n"
+                f"{rules}\n\nStuck? `{self.short}.hint()` shows the next of "
+                f"{len(self.hints)} hints, one at a time.")
+
+    def __repr__(self) -> str:
+        return f"Exercise {self.id} ({self.level}): {self.title}"
+
+    @property
+    def short(self) -> str:
+        return self.id.split(".", 1)[1].replace("-", "_")
+
+    def hint(self) -> None:
+        """Print the next hint (the first ones point the way; none is the solution)."""
+        if self._hints_shown >= len(self.hints):
+            print(f"No more hints for {self.id}. Re-read the last one, then compare your "
+                  "code with the lecture's figure; the instructor's notebook has the "
+                  "solution in a collapsed cell.")
+            return
+        self._hints_shown += 1
+        print(f"Hint {self._hints_shown} of {len(self.hints)}: "
+              f"{self.hints[self._hints_shown - 1]}")
+
+    # ---- checking --------------------------------------------------------------------
+    def check(self, candidate, quiet: bool = False) -> Verdict:
+        """Run ``candidate`` on real ranks and print the verdict (see the module doc)."""
+        verdict = self._judge(candidate)
+        self.passed = bool(verdict)
+        if not quiet:
+            print(("✓ " if verdict else "… " if verdict.kind == "not_implemented" else "✗ ")
+                  + verdict.message)
+            if not verdict and self._hints_shown < len(self.hints):
+                print(f"   (a hint: {self.short}.hint())")
+        return verdict
+
+    def _judge(self, candidate) -> Verdict:
+        if not callable(candidate):
+            return Verdict("not_callable", f"pass the {self.student_name} you wrote (the "
+                           f"name, without parentheses); got {type(candidate).__name__}.")
+        if self.precheck is not None:
+            with watching(self.forbidden) as w, w.student():
+                try:
+                    problem = self.precheck(candidate)
+                except NotImplementedError:
+                    return _not_implemented()
+                except Exception as exc:  # the student's code raised in the notebook
+                    return _crash(exc, None)
+            if w.forbidden:
+                return _forbidden(w.forbidden)
+            if problem:
+                return Verdict("precheck", problem)
+        try:
+            results = launch(_attempt, self.id, candidate, world_size=self.world_size,
+                             timeout=self.timeout)
+        except LaunchTimeout:
+            return Verdict("timeout", f"it did not finish within {self.timeout:g} s on "
+                           f"{self.world_size} ranks. Some rank waits for a message no "
+                           "rank sends: check that every send has a matching recv, and "
+                           "that all ranks call the same collectives in the same order.")
+        except LaunchError as err:
+            first = str(err).splitlines()[0]
+            if "NotImplementedError" in first:
+                return _not_implemented()
+            return _crash(err, err.rank)
+        hits = [h for r in results for h in r["forbidden"]]
+        if hits:
+            return _forbidden(hits)
+        for rank, r in enumerate(results):
+            if r["changed_input"]:
+                return Verdict("changed_input", f"rank {rank}: your code changed its input "
+                               "in place, so the caller's tensor changed too. Work on a "
+                               "copy (x.clone()).")
+        where = _defined_at(candidate)
+        for rank, r in enumerate(results):
+            problem = feedback.difference(r["got"], r["expected"], self.rtol, self.atol)
+            if problem:
+                return Verdict("wrong_value", f"rank {rank}: the result {problem}.{where}")
+        calls = [r["calls"] for r in results]
+        if self.pattern is not None:
+            problem = self.pattern(calls, self.world_size)
+            if problem:
+                return Verdict("pattern", f"the values are right, but the communication "
+                               f"is not the pattern asked for: {problem}")
+        return Verdict("passed", f"{self.id} passed on {self.world_size} real ranks: values "
+                       f"equal the reference; rank 0's communication: {summary(calls[0])}.")
+
+
+def _not_implemented() -> Verdict:
+    return Verdict("not_implemented", "not implemented yet: replace the "
+                   "`raise NotImplementedError` with your code, then run this cell again.")
+
+
+def _crash(err, rank) -> Verdict:
+    text = getattr(err, "traceback", "") or "".join(
+        __import__("traceback").format_exception(err))
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if rank is None:
+        first = f"{type(err).__name__}: {first}"
+    found = feedback.student_frame(text)
+    if first.startswith(f"rank {rank} raised "):   # the launcher's wording
+        first = first[len(f"rank {rank} raised "):]
+    who = f"rank {rank} raised" if rank is not None else "your code raised"
+    if found is None:
+        return Verdict("crash", f"{who} {first}")
+    place, _, source = found
+    line = f"{place}: {source}" if source else place
+    return Verdict("crash", f"{who} {first}\n   at your line {line}", line=line)
+
+
+def _forbidden(hits) -> Verdict:
+    name, reason = hits[0]
+    return Verdict("forbidden", f"your code called `{name}`, which this exercise does not "
+                   f"allow: {reason}")
+
+
+def _defined_at(candidate) -> str:
+    try:
+        code = inspect.unwrap(candidate).__code__
+    except AttributeError:
+        return ""
+    if not feedback._is_students(code.co_filename):
+        return ""
+    return (f" (your {candidate.__name__}, defined at "
+            f"{feedback.location(code.co_filename, code.co_firstlineno)})")
+
+
+def _tensors(tree):
+    return [x for x in tree_flatten(tree)[0] if isinstance(x, torch.Tensor)]
+
+
+def _attempt(exercise_id: str, candidate):
+    """Runs on every rank: the expected result first, then the student's, watched."""
+    ex = exercise(exercise_id)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    args = ex.inputs(rank, world)
+    run = ex.adapter or (lambda fn, *a: fn(*a))
+    if ex.expected is not None:
+        expected = ex.expected(*copy.deepcopy(args))
+    else:
+        expected = run(ex.reference, *copy.deepcopy(args))
+    dist.barrier()  # no student message can meet a reference message
+    before = [t.detach().clone() for t in _tensors(args)]
+    with watching(ex.forbidden) as w, w.student():
+        got = run(candidate, *args)
+    changed = ex.pure and any(not torch.equal(a, b) for a, b in zip(_tensors(args), before))
+    return {"got": _detach(got), "expected": _detach(expected), "calls": w.calls,
+            "forbidden": w.forbidden, "changed_input": changed}
+
+
+def _detach(tree):
+    from torch.utils._pytree import tree_map
+    return tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, tree)
+
+
+# ---- the registry ---------------------------------------------------------------------
+def register(ex: Exercise) -> Exercise:
+    if ex.id in _REGISTRY and _REGISTRY[ex.id] is not ex:
+        raise ValueError(f"exercise {ex.id!r} is registered twice")
+    _REGISTRY[ex.id] = ex
+    return ex
+
+
+def exercise(exercise_id: str) -> Exercise:
+    """The exercise ``"NN.name"`` of notebook NN (its module is imported on first use)."""
+    if not isinstance(exercise_id, str) or "." not in exercise_id:
+        raise ValueError(f"exercise_id={exercise_id!r}: use 'NN.name', e.g. '01.ring'")
+    if exercise_id not in _REGISTRY:
+        try:
+            importlib.import_module(f"{__package__}.nb{exercise_id.split('.')[0]}")
+        except ModuleNotFoundError:
+            pass
+    if exercise_id not in _REGISTRY:
+        raise ValueError(f"exercise_id={exercise_id!r} is not an exercise; known: "
+                         f"{sorted(all_exercises())}")
+    return _REGISTRY[exercise_id]
+
+
+def all_exercises() -> dict[str, Exercise]:
+    """Every exercise of every notebook, by id."""
+    from . import __path__ as here
+    for info in pkgutil.iter_modules(here):
+        if info.name.startswith("nb"):
+            importlib.import_module(f"{__package__}.{info.name}")
+    return dict(sorted(_REGISTRY.items()))

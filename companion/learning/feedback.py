@@ -1,0 +1,131 @@
+"""What a student reads when an attempt fails: their own line, and the values that differ.
+
+Used by every exercise checker (:mod:`companion.learning.exercise`), introduced in
+notebook 00.
+
+* :func:`student_frame` finds, in a rank's traceback, the last frame that belongs to the
+  student's code (a notebook cell or their own file, not this package, torch or the
+  standard library) and names it the way IPython does: ``Cell In[7], line 5``.
+* :func:`difference` compares a result with the reference, leaf by leaf, naming each
+  leaf by its path (``['grads']['fc1.weight']``, ``[2]``). Small tensors are shown
+  whole; large ones as the positions that differ.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import sysconfig
+
+import torch
+from torch.utils._pytree import keystr, tree_flatten_with_path
+
+__all__ = ["student_frame", "location", "difference", "show_tensor"]
+
+SMALL = 16          # tensors up to this many elements are printed whole
+SHOWN_WRONG = 6     # positions listed for a large tensor
+
+_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARY = tuple({os.path.realpath(p) for p in (
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["platlib"], sys.prefix, sys.base_prefix) if p})
+
+
+def _is_students(filename: str) -> bool:
+    if filename.startswith("<") and not filename.startswith("<student"):
+        return False   # <frozen ...>, <string>
+    path = os.path.realpath(filename)
+    if path.startswith(_PACKAGE + os.sep):
+        return False
+    return not path.startswith(_LIBRARY)
+
+
+def location(filename: str, line: int) -> str:
+    """``Cell In[7], line 5`` for a notebook cell, ``file.py, line 5`` otherwise."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython ships with ipykernel
+        shell = None
+    if shell is not None:
+        try:
+            kind, name = shell.compile.format_code_name(filename) or (None, None)
+        except Exception:  # an IPython without the helper: fall back to the file name
+            kind = None
+        if kind:
+            return f"{kind} {name}, line {line}"
+    return f"{os.path.basename(filename)}, line {line}"
+
+
+def student_frame(traceback_text: str) -> tuple[str, int, str] | None:
+    """``(where, line number, source line)`` of the student's last frame, or None."""
+    lines = traceback_text.splitlines()
+    found = None
+    for i, text in enumerate(lines):
+        m = _FRAME.match(text)
+        if m and _is_students(m["file"]):
+            source = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.match(
+                lines[i + 1]) else ""
+            found = (location(m["file"], int(m["line"])), int(m["line"]), source)
+    return found
+
+
+def show_tensor(t: torch.Tensor) -> str:
+    """A tensor shown whole when small, else its shape, dtype and a few values."""
+    if t.numel() <= SMALL:
+        return f"{t.tolist()}" + (f" (dtype {t.dtype})" if t.dtype != torch.float32 else "")
+    flat = t.flatten()
+    head = ", ".join(f"{v:.4g}" for v in flat[:4].tolist())
+    return f"tensor of shape {tuple(t.shape)}, dtype {t.dtype}: [{head}, ...]"
+
+
+def _tensor_difference(g, e, rtol, atol) -> str | None:
+    if not isinstance(g, torch.Tensor):
+        return f"is {type(g).__name__} {g!r:.80}, expected a tensor {show_tensor(e)}"
+    if g.shape != e.shape:
+        return f"has shape {tuple(g.shape)}, expected shape {tuple(e.shape)}"
+    g2 = g.detach().to(e.dtype)
+    close = torch.isclose(g2, e, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    if e.numel() <= SMALL:
+        return f"is {show_tensor(g2)}, expected {show_tensor(e)}"
+    wrong = (~close).nonzero().tolist()
+    listed = "; ".join(
+        f"[{', '.join(map(str, idx))}] got {g2[tuple(idx)].item():.6g} expected "
+        f"{e[tuple(idx)].item():.6g}" for idx in wrong[:SHOWN_WRONG])
+    more = f"; ... ({len(wrong)} of {e.numel()} positions wrong)" if len(wrong) > SHOWN_WRONG \
+        else f" ({len(wrong)} of {e.numel()} positions wrong)"
+    return f"differs at {listed}{more}"
+
+
+def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | None:
+    """None when ``got`` matches ``expected``, else which leaf differs and how."""
+    exp_leaves, exp_spec = tree_flatten_with_path(expected)
+    got_leaves, got_spec = tree_flatten_with_path(got)
+    if got_spec != exp_spec:
+        if isinstance(expected, dict) and isinstance(got, dict):
+            missing = [k for k in expected if k not in got]
+            extra = [k for k in got if k not in expected]
+            return f"keys differ: missing {missing}, unexpected {extra}"
+        if isinstance(expected, torch.Tensor) or not isinstance(got, type(expected)):
+            shown = show_tensor(got) if isinstance(got, torch.Tensor) else f"{got!r:.80}"
+            return f"returned {type(got).__name__} {shown}, expected " + (
+                show_tensor(expected) if isinstance(expected, torch.Tensor)
+                else f"{type(expected).__name__} {expected!r:.80}")
+        return (f"returned {len(got_leaves)} values in the shape {got_spec}, expected "
+                f"{len(exp_leaves)} in the shape {exp_spec}")
+    for (path, g), (_, e) in zip(got_leaves, exp_leaves):
+        where = f"entry {keystr(path)} " if path else ""
+        if isinstance(e, torch.Tensor):
+            problem = _tensor_difference(g, e, rtol, atol)
+        elif isinstance(e, float) and isinstance(g, (int, float)):
+            problem = None if math.isclose(g, e, rel_tol=rtol, abs_tol=atol) else \
+                f"is {g!r}, expected {e!r}"
+        else:
+            problem = None if g == e else f"is {g!r:.80}, expected {e!r:.80}"
+        if problem:
+            return f"{where}{problem}".strip()
+    return None

@@ -1,0 +1,80 @@
+"""Communication patterns an exercise can demand, checked on what each rank really called.
+
+Each helper returns a *pattern*: a function ``(calls_per_rank, world_size) -> problem``
+where ``calls_per_rank[r]`` is rank r's list of :class:`~companion.learning.watch.Call`
+and ``problem`` is a sentence for the student, or None when the pattern holds. Used by
+the exercises of every notebook (:mod:`companion.learning.exercise`).
+"""
+from __future__ import annotations
+
+import collections
+
+from .watch import P2P
+
+__all__ = ["only", "counts", "per_rank", "all_of", "summary"]
+
+
+def summary(calls) -> str:
+    """``"3 isend, 3 irecv (forward)"`` for one rank's calls."""
+    c = collections.Counter((x.name, x.phase) for x in calls)
+    if not c:
+        return "no communication"
+    return ", ".join(f"{n} {name}" + (" in backward" if phase == "backward" else "")
+                     for (name, phase), n in sorted(c.items()))
+
+
+def only(*allowed: str, why: str = ""):
+    """Every call is one of ``allowed`` (e.g. only("isend", "irecv", "send", "recv"))."""
+    allowed_set = set(allowed) if allowed else set(P2P)
+
+    def pattern(calls_per_rank, world_size):
+        for rank, calls in enumerate(calls_per_rank):
+            other = sorted({c.name for c in calls} - allowed_set)
+            if other:
+                return (f"rank {rank} called {', '.join(other)}; this exercise allows only "
+                        f"{', '.join(sorted(allowed_set))}" + (f" ({why})" if why else ""))
+        return None
+    return pattern
+
+
+def counts(expected, phase: str | None = None, why: str = ""):
+    """Each rank makes exactly ``expected[name]`` calls of each kind named (in ``phase``).
+
+    ``expected`` is a dict, or a function ``(rank, world_size) -> dict`` when ranks
+    differ (rank 0 of a parameter server receives N-1 times, the others once). A name
+    may be a tuple of names counted together, e.g. ("send", "isend").
+    """
+    def pattern(calls_per_rank, world_size):
+        for rank, calls in enumerate(calls_per_rank):
+            want = expected(rank, world_size) if callable(expected) else expected
+            for names, n in want.items():
+                names = (names,) if isinstance(names, str) else tuple(names)
+                got = sum(1 for c in calls if c.name in names and phase in (None, c.phase))
+                if got != n:
+                    label = " or ".join(names) + (f" in {phase}" if phase else "")
+                    return (f"rank {rank} made {got} {label} call(s); the pattern needs {n}"
+                            + (f" ({why})" if why else "") + f". It made: {summary(calls)}.")
+        return None
+    return pattern
+
+
+def per_rank(check):
+    """A pattern from ``check(rank, world_size, calls) -> problem | None``."""
+    def pattern(calls_per_rank, world_size):
+        for rank, calls in enumerate(calls_per_rank):
+            problem = check(rank, world_size, calls)
+            if problem:
+                return f"rank {rank}: {problem}"
+        return None
+    return pattern
+
+
+def all_of(*patterns):
+    """The first problem any of ``patterns`` finds."""
+    def pattern(calls_per_rank, world_size):
+        for p in patterns:
+            problem = p(calls_per_rank, world_size)
+            if problem:
+                return problem
+        return None
+    return pattern

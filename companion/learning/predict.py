@@ -1,0 +1,87 @@
+"""Predict, then run: a student commits to a number or a choice before a cell measures it.
+
+Introduced in notebook 00 and used in every notebook. In a notebook::
+
+    guess = predict("What fraction of the time is the pipeline idle?", unit="fraction")
+    # the widget (companion.widgets.prediction) shows an input and a "Lock in" button;
+    # a student can also write   guess.value = 0.3   in a cell
+    ...                           # the cell that measures
+    guess.reveal(measured, rel_tol=0.15)
+
+``reveal`` compares the measurement with the locked prediction and says how far off it
+was; without a prediction it says so and shows the measurement, so "Run All" (and CI)
+still go through.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..validation import positive_number
+
+__all__ = ["Prediction", "predict"]
+
+
+@dataclasses.dataclass
+class Prediction:
+    question: str
+    unit: str = ""
+    choices: tuple | None = None
+    value: object = None
+    locked: bool = False
+
+    def lock(self, value) -> None:
+        """Commit to ``value`` (the widget's button calls this)."""
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"value={value!r}: choose one of {list(self.choices)}")
+        if self.choices is None:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"value={value!r}: type a number"
+                                 + (f" (in {self.unit})" if self.unit else "")) from None
+        self.value, self.locked = value, True
+
+    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0) -> bool | None:
+        """Print the measurement beside the prediction; True when within tolerance,
+        None when nothing was predicted."""
+        positive_number("rel_tol", rel_tol, "use e.g. rel_tol=0.1 for 10%", zero=True)
+        positive_number("abs_tol", abs_tol, "use abs_tol=0 or a small number", zero=True)
+        shown = _fmt(measured, self.unit)
+        if self.value is None:
+            print(f"Measured: {shown}. (No prediction was locked in: next time commit to "
+                  "one first; being wrong is where the learning happens.)")
+            return None
+        if self.choices is not None:
+            ok = self.value == measured
+            print(f"You predicted {self.value!r}; the answer is {measured!r}. "
+                  + ("Right." if ok else "Not this time: read on for why."))
+            return ok
+        value = float(self.value)
+        ok = math.isclose(value, float(measured), rel_tol=rel_tol, abs_tol=abs_tol)
+        ratio = value / measured if measured else math.inf
+        print(f"You predicted {_fmt(value, self.unit)}; measured {shown} "
+              f"({'within' if ok else 'outside'} {rel_tol:.0%}"
+              + (f" or {abs_tol:g}" if abs_tol else "") + f"; your number is {ratio:.2f}x "
+              "the measurement).")
+        return ok
+
+
+def _fmt(x, unit: str) -> str:
+    if isinstance(x, float):
+        text = f"{x:.3g}"
+    else:
+        text = repr(x) if not isinstance(x, (int,)) else f"{x}"
+    return f"{text} {unit}".strip() if unit and unit != "fraction" else text
+
+
+def predict(question: str, unit: str = "", choices=None) -> Prediction:
+    """A :class:`Prediction` without a widget (scripts, tests); notebooks use
+    ``companion.widgets.prediction``, which returns the same object."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question: pass the question the student answers, as text")
+    if choices is not None:
+        choices = tuple(choices)
+        if len(choices) < 2:
+            raise ValueError(f"choices={list(choices)!r}: give at least two options")
+    return Prediction(question, unit, choices)

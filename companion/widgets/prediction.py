@@ -1,0 +1,66 @@
+"""The "predict, then run" input: a question, a number or a choice, and a Lock-in button.
+
+Used in every notebook (introduced in notebook 00); the logic lives in
+:mod:`companion.learning.predict`. ``guess = prediction("...", unit="ms")`` returns a
+displayable box that is also the prediction: ``guess.value = 3`` works in a cell as
+well as the button does, and ``guess.reveal(measured)`` compares later.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from ..learning.predict import Prediction, predict
+from ._base import guarded, showing
+
+__all__ = ["prediction"]
+
+
+class PredictionBox(widgets.VBox):
+    """A VBox that forwards to its :class:`Prediction`."""
+
+    def __init__(self, model: Prediction, children):
+        super().__init__(children)
+        self._model = model
+
+    @property
+    def prediction(self) -> Prediction:
+        return self._model
+
+    @property
+    def value(self):
+        return self._model.value
+
+    @value.setter
+    def value(self, v):
+        self._model.lock(v)
+
+    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0):
+        return self._model.reveal(measured, rel_tol=rel_tol, abs_tol=abs_tol)
+
+
+def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
+    """An input for the student's prediction, locked in with a button."""
+    model = predict(question, unit=unit, choices=choices)
+    if model.choices is not None:
+        field = widgets.Dropdown(options=[("choose ...", None)] + [(str(c), c) for c in
+                                                                   model.choices],
+                                 value=None, description="")
+    else:
+        field = widgets.Text(value="", placeholder="your number", description="",
+                             layout=widgets.Layout(width="12em"))
+    button = widgets.Button(description="Lock in", button_style="primary")
+    status = widgets.Output()
+    label = f"<b>Predict:</b> {question}" + (f" <i>({unit})</i>" if unit else "")
+
+    @guarded(status)   # a typo (ValueError) shows as "Invalid input: ...", not a traceback
+    def lock(_):
+        if field.value in (None, ""):
+            raise ValueError("type or choose your prediction first")
+        model.lock(field.value)
+        field.disabled = button.disabled = True
+        with showing(status):
+            print(f"Locked in: {model.value!r}" + (f" {unit}" if unit else "")
+                  + ". Now run the cells below.")
+
+    button.on_click(lock)
+    return PredictionBox(model, [widgets.HTML(label), widgets.HBox([field, button]), status])
