@@ -7,13 +7,14 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 NB     ?= 00
+STUDENT_DIR ?= dist/student
 PYTEST_ARGS ?=
 # The real-browser tests re-run every notebook twice more (JupyterLab, then Voila): about
 # 11 minutes on top of 6. CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present test test-fast notebooks browser bench clean-venv help
+.PHONY: lab present test test-fast notebooks browser bench student clean-venv help
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
@@ -23,6 +24,8 @@ help:
 	@echo "make present NB=03  serve notebook 03 as a dashboard (Voila: widgets, no code)"
 	@echo "make browser    only the real-browser tests (needs Debian's chromium)"
 	@echo "make bench      run the benchmarks in benchmarks/ (prints tables)"
+	@echo "make student    write the notebooks without their solutions to $(STUDENT_DIR)/"
+	@echo "                (STUDENT_DIR=... to choose; nbgrader's solution marks)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10+ needed, found " + sys.version.split()[0]'
@@ -63,6 +66,10 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The student release: nbgrader-marked solutions replaced by `raise NotImplementedError()`.
+student: $(STAMP)
+	$(BIN)/python -m companion.learning.release notebooks $(STUDENT_DIR)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -42,6 +42,8 @@ def clear_solution(source: str, cell_type: str = "code") -> str:
     """``source`` with every marked region replaced by the stub (nbgrader's rule)."""
     lines, out, inside = source.splitlines(), [], False
     if not any(line.strip() == BEGIN for line in lines):
+        if any(line.strip() == END for line in lines):
+            raise ValueError(f"'{END}' without '{BEGIN}' in:\n{source}")
         return "\n".join(CODE_STUB) if cell_type == "code" else MARKDOWN_STUB
     for line in lines:
         stripped = line.strip()

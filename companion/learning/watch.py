@@ -151,8 +151,13 @@ class Watcher:
 
     def _record(self, name, args) -> None:
         payload = COMM_FUNCTIONS.get(name)
-        peer = args.get(_PEER_ARG[name]) if name in _PEER_ARG else None
         group = args.get("group")
+        peer = None
+        if name in _PEER_ARG:
+            peer = args.get(_PEER_ARG[name])
+            local = args.get("group_" + _PEER_ARG[name])
+            if peer is None and local is not None:   # batch_isend_irecv passes group ranks
+                peer = local if group is None else dist.get_global_rank(group, local)
         size = dist.get_world_size(group) if dist.is_initialized() else 1
         phase = "backward" if torch._C._current_graph_task_id() != -1 else "forward"
         self.calls.append(Call(name, phase, _nbytes(args.get(payload)) if payload else 0,
