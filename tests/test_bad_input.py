@@ -39,6 +39,10 @@ from companion.__main__ import main as cli
 from companion.collectives import demos, primitives
 from companion.pipeline import torch_reference
 from companion.widgets import _base as wbase
+from companion import learning, units
+from companion.learning import feedback as lfeedback, patterns as lpatterns
+from companion.learning import release as lrelease, watch as lwatch
+from companion.widgets.prediction import prediction as wprediction
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
@@ -118,6 +122,37 @@ CASES = [
     Case("check/timeout-nan", exercises.check, (rank_fn, rank_fn), {"timeout": NAN}, ValueError, "timeout"),
     Case("check/rtol-negative", exercises.check, (rank_fn, rank_fn), {"rtol": -1.0}, ValueError, "rtol"),
     Case("compare_results/atol-nan", exercises.compare_results, (1.0, 1.0), {"atol": NAN}, ValueError, "atol"),
+    # --- the learning loop (issue #15) ----------------------------------------------------
+    Case("exercise/no-dot", learning.exercise, ("average",), {}, ValueError, "exercise_id"),
+    Case("exercise/unknown", learning.exercise, ("00.no-such",), {}, ValueError, "exercise_id"),
+    Case("exercise/not-str", learning.exercise, (7,), {}, ValueError, "exercise_id"),
+    Case("Exercise/level", learning.Exercise, ("00.x", "t", "easy", "", "f", ("a", "b")), {}, ValueError, "level"),
+    Case("Exercise/one-hint", learning.Exercise, ("00.x", "t", "core", "", "f", ("a",)), {}, ValueError, "hints"),
+    Case("Exercise/id", learning.Exercise, ("ring", "t", "core", "", "f", ("a", "b")), {}, ValueError, "id="),
+    Case("Exercise/world_size", learning.Exercise, ("00.x", "t", "core", "", "f", ("a", "b")), {"world_size": 0}, ValueError, "world_size"),
+    Case("Exercise/rtol", learning.Exercise, ("00.x", "t", "core", "", "f", ("a", "b")), {"rtol": -1.0}, ValueError, "rtol"),
+    Case("register/not-exercise", learning.register, ("00.x",), {}, TypeError, "ex"),
+    Case("predict/empty-question", learning.predict, ("",), {}, ValueError, "question"),
+    Case("predict/one-choice", learning.predict, ("q",), {"choices": ["a"]}, ValueError, "choices"),
+    Case("Prediction.lock/not-a-number", learning.predict("q").lock, ("abc",), {}, ValueError, "value"),
+    Case("Prediction.reveal/rel_tol", learning.predict("q").reveal, (1.0,), {"rel_tol": -0.1}, ValueError, "rel_tol"),
+    Case("prediction/empty-question", wprediction, ("  ",), {}, ValueError, "question"),
+    Case("difference/rtol", lfeedback.difference, (1.0, 1.0), {"rtol": NAN}, ValueError, "rtol"),
+    Case("only/unknown-call", lpatterns.only, ("isend", "sendd"), {}, ValueError, "allowed"),
+    Case("counts/unknown-call", lpatterns.counts, ({"allreduce": 1},), {}, ValueError, "expected"),
+    Case("counts/not-dict", lpatterns.counts, (3,), {}, ValueError, "expected"),
+    Case("per_rank/not-callable", lpatterns.per_rank, ("x",), {}, TypeError, "check"),
+    Case("all_of/not-callable", lpatterns.all_of, ("x",), {}, TypeError, "patterns"),
+    Case("resolve/no-dot", lwatch.resolve, ("all_reduce",), {}, ValueError, "dotted"),
+    Case("resolve/unknown", lwatch.resolve, ("torch.distributed.all_reduse",), {}, ValueError, "dotted"),
+    Case("watching/not-dict", lwatch.Watcher, (["torch.distributed.all_reduce"],), {}, ValueError, "forbidden"),
+    Case("clear_solution/unclosed", lrelease.clear_solution, ("### BEGIN SOLUTION\nx = 1",), {}, ValueError, "END SOLUTION"),
+    Case("release/no-notebooks", lrelease.release, ("/nonexistent-folder", "/tmp/out"), {}, ValueError, "source_dir"),
+    Case("release.main/no-notebooks", lrelease.main, (["/nonexistent-folder", "/tmp/out"],), {}, ValueError, "source_dir"),
+    Case("student_notebook/grade_id", lrelease.student_notebook, ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": {"solution": True, "grade_id": "a b"}}, "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},), {}, ValueError, "grade_id"),
+    Case("fmt_bytes/str", units.fmt_bytes, ("1 GB",), {}, ValueError, "n="),
+    Case("fmt_bytes/digits", units.fmt_bytes, (10,), {"digits": 0}, ValueError, "digits"),
+    Case("fmt_seconds/negative", units.fmt_seconds, (-1.0,), {}, ValueError, "t="),
     Case("experiment/name-not-str", experiments.experiment, (3,), {}, TypeError, "name"),
     Case("experiment/summarize-not-callable", experiments.experiment, ("x",), {"summarize": "table"}, TypeError, "summarize"),
     Case("experiments.get/unknown", experiments.get, ("no_such_experiment",), {}, ValueError, "no_such_experiment"),
@@ -495,6 +530,10 @@ _reason("takes results or data the package returned (load_digits(), run results,
         "rank_colors")
 _reason("the DGA update rules: three tensors in, one out, no size or name",
         "dga_update", "stale_update")
+_reason("a record the learning loop builds (a verdict, a call, a prediction), not an entry point",
+        "Verdict", "Call", "Prediction")
+_reason("takes what the package found or built (a notebook cell, a frame, a tensor, calls)",
+        "is_solution_cell", "location", "student_frame", "show_tensor", "summary")
 _reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
         "run_mlp")
 

@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
+import re
 from typing import Any, Callable
 
 import torch
@@ -34,6 +35,7 @@ from torch.utils._pytree import tree_flatten
 from ..launcher import LaunchError, LaunchTimeout, launch
 from . import feedback
 from .patterns import summary
+from ..validation import positive_int, positive_number
 from .watch import watching
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]
@@ -105,6 +107,12 @@ class Exercise:
     passed: bool = dataclasses.field(default=False, repr=False)
 
     def __post_init__(self):
+        if not isinstance(self.id, str) or not re.fullmatch(r"\d\d\.[a-z0-9-]+", self.id):
+            raise ValueError(f"id={self.id!r}: use 'NN.name' (notebook number, lower-case name)")
+        positive_int("world_size", self.world_size, "ranks to run the exercise on, e.g. 4")
+        positive_number("timeout", self.timeout, "seconds, e.g. 30")
+        for name in ("rtol", "atol"):
+            positive_number(name, getattr(self, name), f"{name}=0.0 means exact", zero=True)
         if self.level not in LEVELS:
             raise ValueError(f"level={self.level!r}: use one of {LEVELS}")
         if len(self.hints) < 2:
@@ -269,6 +277,9 @@ def _detach(tree):
 
 # ---- the registry ---------------------------------------------------------------------
 def register(ex: Exercise) -> Exercise:
+    """Add ``ex`` to the registry (each nbNN module registers its notebook's exercises)."""
+    if not isinstance(ex, Exercise):
+        raise TypeError(f"ex: pass an Exercise, got {type(ex).__name__}")
     if ex.id in _REGISTRY and _REGISTRY[ex.id] is not ex:
         raise ValueError(f"exercise {ex.id!r} is registered twice")
     _REGISTRY[ex.id] = ex

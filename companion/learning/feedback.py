@@ -21,6 +21,8 @@ import sysconfig
 import torch
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
+from ..validation import positive_number
+
 __all__ = ["student_frame", "location", "difference", "show_tensor"]
 
 SMALL = 16          # tensors up to this many elements are printed whole
@@ -103,6 +105,8 @@ def _tensor_difference(g, e, rtol, atol) -> str | None:
 
 def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | None:
     """None when ``got`` matches ``expected``, else which leaf differs and how."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        positive_number(name, value, f"pass {name}=0.0 for exact equality", zero=True)
     exp_leaves, exp_spec = tree_flatten_with_path(expected)
     got_leaves, got_spec = tree_flatten_with_path(got)
     if got_spec != exp_spec:

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import collections
 
-from .watch import P2P
+from ..validation import callable_arg
+from .watch import COMM_FUNCTIONS, P2P
+
+_KNOWN = set(COMM_FUNCTIONS) | {"batch_isend_irecv"}
+
+
+def _names(arg: str, names) -> None:
+    unknown = [n for n in names if n not in _KNOWN]
+    if unknown:
+        raise ValueError(f"{arg}: {unknown} are not torch.distributed calls; use names such "
+                         "as 'isend', 'all_reduce', 'all_to_all'")
 
 __all__ = ["only", "counts", "per_rank", "all_of", "summary"]
 
@@ -25,6 +35,7 @@ def summary(calls) -> str:
 
 def only(*allowed: str, why: str = ""):
     """Every call is one of ``allowed`` (e.g. only("isend", "irecv", "send", "recv"))."""
+    _names("allowed", allowed)
     allowed_set = set(allowed) if allowed else set(P2P)
 
     def pattern(calls_per_rank, world_size):
@@ -44,6 +55,13 @@ def counts(expected, phase: str | None = None, why: str = ""):
     differ (rank 0 of a parameter server receives N-1 times, the others once). A name
     may be a tuple of names counted together, e.g. ("send", "isend").
     """
+    if isinstance(expected, dict):
+        for key in expected:
+            _names("expected", (key,) if isinstance(key, str) else key)
+    elif not callable(expected):
+        raise ValueError(f"expected={expected!r}: pass {{name: count}} or a function "
+                         "(rank, world_size) -> {name: count}")
+
     def pattern(calls_per_rank, world_size):
         for rank, calls in enumerate(calls_per_rank):
             want = expected(rank, world_size) if callable(expected) else expected
@@ -60,6 +78,7 @@ def counts(expected, phase: str | None = None, why: str = ""):
 
 def per_rank(check):
     """A pattern from ``check(rank, world_size, calls) -> problem | None``."""
+    callable_arg("check", check, "pass a function (rank, world_size, calls) -> problem or None")
     def pattern(calls_per_rank, world_size):
         for rank, calls in enumerate(calls_per_rank):
             problem = check(rank, world_size, calls)
@@ -71,6 +90,8 @@ def per_rank(check):
 
 def all_of(*patterns):
     """The first problem any of ``patterns`` finds."""
+    for i, p in enumerate(patterns):
+        callable_arg(f"patterns[{i}]", p, "pass patterns built by only(), counts(), per_rank()")
     def pattern(calls_per_rank, world_size):
         for p in patterns:
             problem = p(calls_per_rank, world_size)

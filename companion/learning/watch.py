@@ -65,13 +65,20 @@ class Call:
 
 def resolve(dotted: str):
     """The object a dotted name such as ``"torch.distributed.all_reduce"`` names."""
+    if not isinstance(dotted, str) or "." not in dotted:
+        raise ValueError(f"dotted={dotted!r}: name a function by its full dotted path, "
+                         "e.g. 'torch.distributed.all_reduce'")
     module, _, attr = dotted.rpartition(".")
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
-        # "package.module.Class.method": import the longest importable prefix.
+        pass
+    try:  # "package.module.Class.method": the class's attribute
         head, _, cls = module.rpartition(".")
         return getattr(getattr(importlib.import_module(head), cls), attr)
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f"dotted={dotted!r} names nothing importable; check the spelling "
+                         "(module path, then the function)") from None
 
 
 def _codes(obj) -> list:
@@ -110,6 +117,9 @@ class Watcher:
             for code in _codes(getattr(dist, name)):
                 self._comm[code] = name
         self._forbid = {}
+        if forbidden is not None and not isinstance(forbidden, dict):
+            raise ValueError(f"forbidden={forbidden!r}: pass a dict "
+                             "{'dotted.name': 'why it is not allowed'}")
         for dotted, reason in (forbidden or {}).items():
             for code in _codes(resolve(dotted)):
                 self._forbid[code] = (dotted, reason)
