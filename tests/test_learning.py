@@ -213,3 +213,27 @@ def test_units():
         fmt_bytes("1 GB")
     with pytest.raises(ValueError, match="t="):
         fmt_seconds(-1)
+
+
+def _forbidden_collective_is_still_counted():
+    x = torch.ones(2)
+    with watching({"torch.distributed.all_reduce": "build it from send/recv"}) as w:
+        with w.student():
+            dist.all_reduce(x)
+    return w.forbidden, [c.name for c in w.calls]
+
+
+def test_a_torch_collective_can_be_forbidden_and_is_still_counted():
+    for hits, names in companion.launch(_forbidden_collective_is_still_counted, world_size=2):
+        assert hits == [("torch.distributed.all_reduce", "build it from send/recv")]
+        assert names == ["all_reduce"]
+
+
+def test_card_names_and_short_names():
+    from companion.learning.exercise import _short_name
+    assert _short_name("torch.distributed.all_reduce") == "dist.all_reduce"
+    assert _short_name("companion.compression.sparse.DGC.encode") == "DGC.encode"
+    assert _short_name("companion.collectives.ring_all_reduce") == "ring_all_reduce"
+    ex = Exercise(id="99.1f1b", title="t", level="core", task="", student_name="f",
+                  hints=("a", "b"))
+    assert ex.short == "ex_1f1b" and ex.short.isidentifier()

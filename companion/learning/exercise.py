@@ -120,7 +120,7 @@ class Exercise:
 
     # ---- what the student sees -------------------------------------------------------
     def _repr_markdown_(self) -> str:
-        rules = "".join(f"\n- not allowed: `{k.rsplit('.', 1)[-1]}` ({v})"
+        rules = "".join(f"\n- not allowed: `{_short_name(k)}` ({v})"
                         for k, v in self.forbidden.items())
         return (f"**Exercise {self.id} ({self.level}): {self.title}**\n\n{self.task}\n"
                 f"{rules}\n\nStuck? `{self.short}.hint()` shows the next of "
@@ -131,7 +131,9 @@ class Exercise:
 
     @property
     def short(self) -> str:
-        return self.id.split(".", 1)[1].replace("-", "_")
+        """The variable the notebook keeps the exercise in (a valid Python name)."""
+        name = self.id.split(".", 1)[1].replace("-", "_")
+        return name if name.isidentifier() else f"ex_{name}"
 
     def hint(self) -> None:
         """Print the next hint (the first ones point the way; none is the solution)."""
@@ -182,6 +184,9 @@ class Exercise:
                            "that all ranks call the same collectives in the same order.")
         except LaunchError as err:
             first = str(err).splitlines()[0]
+            if _FORBIDDEN_TAG in first:
+                name, reason = first.split(_FORBIDDEN_TAG, 1)[1].split("::", 1)
+                return _forbidden([(name, reason)])
             if "NotImplementedError" in first:
                 return _not_implemented()
             return _crash(err, err.rank)
@@ -206,6 +211,19 @@ class Exercise:
                                f"is not the pattern asked for: {problem}")
         return Verdict("passed", f"{self.id} passed on {self.world_size} real ranks: values "
                        f"equal the reference; rank 0's communication: {summary(calls[0])}.")
+
+
+def _short_name(dotted: str) -> str:
+    """``torch.distributed.all_reduce`` -> ``dist.all_reduce``; keeps ``Class.method``."""
+    parts = dotted.split(".")
+    if dotted.startswith("torch.distributed.") and len(parts) == 3:
+        return "dist." + parts[-1]
+    if len(parts) >= 2 and parts[-2][:1].isupper():
+        return ".".join(parts[-2:])
+    return parts[-1]
+
+
+_FORBIDDEN_TAG = "companion-forbidden-call::"
 
 
 def _not_implemented() -> Verdict:
@@ -264,7 +282,13 @@ def _attempt(exercise_id: str, candidate):
     dist.barrier()  # no student message can meet a reference message
     before = [t.detach().clone() for t in _tensors(args)]
     with watching(ex.forbidden) as w, w.student():
-        got = run(candidate, *args)
+        try:
+            got = run(candidate, *args)
+        except Exception as exc:
+            if w.forbidden:   # the shortcut is the verdict, not where it then crashed
+                name, reason = w.forbidden[0]
+                raise RuntimeError(f"{_FORBIDDEN_TAG}{name}::{reason}") from exc
+            raise
     changed = ex.pure and any(not torch.equal(a, b) for a, b in zip(_tensors(args), before))
     return {"got": _detach(got), "expected": _detach(expected), "calls": w.calls,
             "forbidden": w.forbidden, "changed_input": changed}

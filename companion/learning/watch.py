@@ -40,6 +40,7 @@ COMM_FUNCTIONS = {
     "send": "tensor", "recv": "tensor", "isend": "tensor", "irecv": "tensor",
     "broadcast": "tensor", "all_reduce": "tensor", "reduce": "tensor",
     "all_gather": "tensor", "all_gather_into_tensor": "input_tensor",
+    "all_gather_single": "input_tensor", "reduce_scatter_single": "input",
     "gather": "tensor", "scatter": "tensor", "reduce_scatter": "output",
     "reduce_scatter_tensor": "input", "all_to_all": "input_tensor_list",
     "all_to_all_single": "input", "barrier": None, "all_gather_object": None,
@@ -114,6 +115,8 @@ class Watcher:
         self.forbidden: list[tuple[str, str]] = []   # (dotted name, reason)
         self._comm = {}
         for name in list(COMM_FUNCTIONS) + sorted(_TRANSPARENT):
+            if not hasattr(dist, name):   # an older torch without the newest entry points
+                continue
             for code in _codes(getattr(dist, name)):
                 self._comm[code] = name
         self._forbid = {}
@@ -145,6 +148,11 @@ class Watcher:
     def _hook(self, frame, event, arg):
         if event == "call":
             code = frame.f_code
+            if self._student_depth and code in self._forbid:
+                # Checked first: a torch.distributed call can be forbidden as well as counted.
+                hit = self._forbid[code]
+                if hit not in self.forbidden:
+                    self.forbidden.append(hit)
             name = self._comm.get(code)
             if name is not None:
                 transparent = name in _TRANSPARENT or any(
@@ -152,10 +160,6 @@ class Watcher:
                 if not transparent:
                     self._record(name, frame.f_locals)
                 self._open.append(frame)
-            elif self._student_depth and code in self._forbid:
-                hit = self._forbid[code]
-                if hit not in self.forbidden:
-                    self.forbidden.append(hit)
         elif event == "return" and self._open and frame is self._open[-1]:
             self._open.pop()
 

@@ -33,6 +33,9 @@ class PredictionBox(widgets.VBox):
     @value.setter
     def value(self, v):
         self._model.lock(v)
+        # Typed in a cell instead of the box: show the box locked too.
+        self._field.value = v if self._model.choices is not None else str(v)
+        self._field.disabled = self._button.disabled = True
 
     def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0):
         return self._model.reveal(measured, rel_tol=rel_tol, abs_tol=abs_tol)
@@ -63,4 +66,7 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
                   + ". Now run the cells below.")
 
     button.on_click(lock)
-    return PredictionBox(model, [widgets.HTML(label), widgets.HBox([field, button]), status])
+    box = PredictionBox(model, [widgets.HTML(label), widgets.HBox([field, button]), status])
+    box.add_class("companion-prediction")   # the browser tests answer it like a student
+    box._field, box._button = field, button
+    return box

@@ -300,10 +300,31 @@ def _slider_value(handle) -> str | None:
     return handle.get_attribute("aria-valuenow")
 
 
+def answer_prediction(page, area, value: str = "1") -> bool:
+    """Answer a prediction box as a student: choose or type, then press Lock in.
+    False when ``area`` holds no prediction box (or it is already locked)."""
+    box = area.locator(".companion-prediction")
+    if not box.count():
+        return False
+    button = box.locator("button", has_text="Lock in")
+    if button.is_disabled():
+        return False
+    select = box.locator("select")
+    if select.count():
+        select.select_option(index=1)
+    else:
+        box.locator("input").fill(value)
+    button.click()
+    return True
+
+
 def _try_controls(page, area):
     """Yield ``(what, moved)`` after each attempt to change one control inside ``area``;
     ``moved`` is False when the control itself did not change (a slider at its end), so
     there is no redraw to wait for."""
+    if answer_prediction(page, area):
+        yield "prediction locked in", True
+        return
     selects = area.locator("select")
     for i in range(min(selects.count(), 3)):
         select = selects.nth(i)
@@ -371,7 +392,7 @@ def rapid_interaction(page, area, presses: int = 3, play_frames: int = 3,
                 break  # a short recording played to its end (ticks are at most 1.2 s apart)
         buttons.nth(1).click()
         done.append(f"play: {frames} frames")
-    selects = area.locator("select")
+    selects = area.locator("select:not([disabled])")   # a locked prediction is disabled
     for i in range(selects.count()):
         select = selects.nth(i)
         options = select.evaluate("s => s.options.length")
