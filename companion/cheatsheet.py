@@ -1,0 +1,260 @@
+"""The course cheat-sheet's formulas, each beside the package function it must agree with.
+
+Used by ``notebooks/cheatsheet.ipynb`` (every formula of notebooks 01-09 on one page);
+``tests/test_cheatsheet.py`` holds each closed form here against the package.
+
+Where the package already implements a formula (``costmodel.coefficients``,
+``memory.zero_memory_per_gpu``, ``pipeline.bubble_fraction``, ...) the closed form is
+written out again here on purpose: the cheat-sheet shows the formula, and the test
+proves that the formula shown is the one the package computes. Four formulas have no
+package function and live only here: the Ulysses / ring-attention / TP volume per
+attention layer (notebook 06 section 4), the closed-form compression ratios of DGC,
+PowerSGD, 1-bit SGD and TernGrad (notebook 07 sections 4, 6, 7; the package measures
+payloads instead), the steady-state step times of synchronous SGD, FedAvg and DGA
+(notebook 08 section 3; the package has the step-by-step schedule), and MFU as a
+formula (notebook 09; the planner computes it inside ``evaluate``).
+
+Units follow ``companion.units``: decimal bytes (GB = 10^9), seconds.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import costmodel, memory
+from .compression import OneBit, PowerSGD, TernGrad, payload_bytes
+from .compression.sparse import encode_topk
+from .latency import modeled_step_times
+from .pipeline import bubble_fraction, simulate
+from .pipeline.simulate import formula_text
+
+__all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
+           "zero_closed_form", "zero_traffic_closed_form", "bubble_table",
+           "TP_COLLECTIVES_PER_LAYER", "tp_bytes_per_layer", "activation_closed_form",
+           "attention_bytes", "COMPRESSION_FORMULAS", "compressed_bytes", "measured_bytes",
+           "dga_step_time", "modeled_step_time", "mfu", "PLANNER_RULES", "markdown_table",
+           "recorded_run"]
+
+# --- 1. Collectives under the alpha-beta model (notebooks 01 and 02) -------------------
+# algorithm -> (a, b) of T(n) = a alpha + b n / beta, as text, for N a power of two.
+ALL_REDUCE_FORMULAS = {
+    "parameter_server": ("2(N-1)", "2(N-1)"),
+    "naive": ("N-1", "N-1"),
+    "tree": ("2 log2 N", "2 log2 N"),
+    "ring": ("2(N-1)", "2(N-1)/N"),
+    "recursive_halving_doubling": ("2 log2 N", "2(N-1)/N"),
+    "reduce_scatter+all_gather": ("2(N-1)", "2(N-1)/N"),
+    "recursive_doubling": ("log2 N", "log2 N"),  # MPICH's; present once costmodel has it
+}
+
+
+def _log2_exact(n: int) -> int:
+    if not isinstance(n, int) or n < 2 or n & (n - 1):
+        raise ValueError(f"the closed forms are written for N a power of two >= 2, got {n!r}.")
+    return n.bit_length() - 1
+
+
+def all_reduce_closed_form(algorithm: str, world_size: int) -> tuple[float, float]:
+    """``(a, b)`` of ``ALL_REDUCE_FORMULAS[algorithm]`` evaluated at N = ``world_size``."""
+    n, lg = world_size, _log2_exact(world_size)
+    forms = {"parameter_server": (2 * (n - 1), 2 * (n - 1)), "naive": (n - 1, n - 1),
+             "tree": (2 * lg, 2 * lg), "ring": (2 * (n - 1), 2 * (n - 1) / n),
+             "recursive_halving_doubling": (2 * lg, 2 * (n - 1) / n),
+             "reduce_scatter+all_gather": (2 * (n - 1), 2 * (n - 1) / n),
+             "recursive_doubling": (lg, lg)}
+    if algorithm not in forms:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {sorted(forms)}.")
+    return tuple(float(x) for x in forms[algorithm])
+
+
+def all_reduce_table(world_size: int, nbytes: float, alpha: float, beta: float) -> list[dict]:
+    """One row per algorithm the package has (``costmodel.ALGORITHMS``): the formula, the
+    package's (a, b) and predicted seconds."""
+    rows = []
+    for name in costmodel.ALGORITHMS:
+        a, b = costmodel.coefficients(name, world_size)
+        rows.append({"algorithm": name, "a": a, "b": b,
+                     "formula": ALL_REDUCE_FORMULAS.get(name, ("?", "?")),
+                     "seconds": costmodel.predict_time(name, nbytes, world_size, alpha, beta)})
+    return rows
+
+
+# --- 2. Sixteen bytes per parameter and ZeRO (notebook 03) ------------------------------
+def zero_closed_form(psi: float, n: int, stage: int, k: float = 12) -> float:
+    """Bytes per GPU of mixed-precision Adam (2 + 2 + K bytes per parameter) under ZeRO."""
+    return {0: (2 + 2 + k) * psi, 1: (2 + 2) * psi + k * psi / n,
+            2: 2 * psi + (2 + k) * psi / n, 3: (2 + 2 + k) * psi / n}[stage]
+
+
+def zero_traffic_closed_form(psi: float, n: int, stage: int, e: int = 2) -> float:
+    """Bytes one rank sends per step (ring collectives): 2 or 3 times (N-1)/N of 2 Psi."""
+    return (3 if stage == 3 else 2) * (n - 1) / n * e * psi
+
+
+# --- 3. Pipeline bubbles (notebook 04) ---------------------------------------------------
+def bubble_table(stages: int, microbatches: int, chunks: int = 2) -> list[dict]:
+    """Closed form (``pipeline.bubble_fraction``) next to the simulator, per schedule,
+    with F = B = W = 1 (a backward twice a forward) and the peak activations held."""
+    rows = []
+    for name, v in (("naive", 1), ("gpipe", 1), ("1f1b", 1), ("interleaved", chunks),
+                    ("zb-h1", 1)):
+        m = 1 if name == "naive" else microbatches
+        timeline = simulate(name, stages, m, chunks=v)
+        rows.append({"schedule": name, "m": m, "v": v, "formula": formula_text(name),
+                     "closed_form": bubble_fraction(stages, m, name, chunks=v),
+                     "simulated": timeline.bubble_fraction,
+                     "peak_activations": max(timeline.peak_activations())})
+    return rows
+
+
+# --- 4. Tensor and sequence parallelism (notebook 05) ------------------------------------
+TP_COLLECTIVES_PER_LAYER = {  # Megatron-LM / Megatron-SP, one transformer layer, per rank
+    "tp": {"forward": {"all_reduce": 2}, "backward": {"all_reduce": 2}},
+    "tp+sp": {"forward": {"all_gather": 2, "reduce_scatter": 2},
+              "backward": {"all_gather": 2, "reduce_scatter": 2}},
+}
+
+
+def tp_bytes_per_layer(b: int, s: int, h: int, t: int, e: int = 2,
+                       sequence_parallel: bool = False) -> float:
+    """Bytes one rank sends per layer in forward (backward: the same), ring collectives:
+    ``4 (t-1)/t b s h e`` with or without sequence parallelism."""
+    payload = b * s * h * e
+    if sequence_parallel:
+        return 2 * (memory.ring_bytes_sent("all_gather", payload, t)
+                    + memory.ring_bytes_sent("reduce_scatter", payload, t))
+    return 2 * memory.ring_bytes_sent("all_reduce", payload, t)
+
+
+def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str = "tp") -> float:
+    """Korthikanti et al. 2022, bytes per layer: ``mode`` is "tp" (t = 1: no parallelism),
+    "tp+sp", "tp+sp+selective" or "full" (only the layer's input is kept)."""
+    sbh, attention = s * b * h, 5 * a * s / h
+    forms = {"tp": sbh * (10 + 24 / t + attention / t), "tp+sp": sbh * (34 + attention) / t,
+             "tp+sp+selective": 34 * sbh / t, "full": 2 * sbh}
+    return forms[mode]
+
+
+# --- 5. Attention across ranks: Ulysses vs ring (notebook 06) -----------------------------
+def attention_bytes(method: str, b: int, s: int, h: int, p: int, e: int = 2,
+                    phase: str = "forward") -> float:
+    """Bytes one rank sends per attention layer; ``N = b s h e`` is one of q, k, v over
+    the whole sequence. Forward: Ulysses 4 (N/P)(P-1)/P (four all-to-alls), ring
+    2 N (P-1)/P (P-1 hops of a K and a V block), Megatron TP 2 N (P-1)/P (one
+    all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV)."""
+    n = b * s * h * e
+    forward = {"ulysses": 4 * n / p * (p - 1) / p, "ring": 2 * n * (p - 1) / p,
+               "tp": 2 * n * (p - 1) / p}
+    if phase == "forward":
+        return forward[method]
+    return {"ulysses": forward["ulysses"], "ring": 2 * n * (2 * p - 1) / p,
+            "tp": forward["tp"]}[method]
+
+
+# --- 6. Gradient compression (notebook 07) -----------------------------------------------
+COMPRESSION_FORMULAS = {  # bytes on the wire for one n x m fp32 gradient matrix
+    "dense": "4nm",
+    "dgc": "8 ceil(d nm)  (int32 index + fp32 value per kept entry)",
+    "powersgd": "4 r (n + m)  (P is n x r, Q is m x r)",
+    "onebit": "nm/8 + 8m  (a sign bit per entry, two fp32 means per column)",
+    "terngrad": "nm/4 + 4  (2 bits per entry, one fp32 scale)",
+}
+
+
+def compressed_bytes(method: str, n: int, m: int, density: float = 0.001, rank: int = 4) -> int:
+    """Closed form of ``COMPRESSION_FORMULAS[method]``."""
+    numel = n * m
+    forms = {"dense": 4 * numel, "dgc": 8 * math.ceil(density * numel),
+             "powersgd": 4 * min(rank, n, m) * (n + m), "onebit": math.ceil(numel / 8) + 8 * m,
+             "terngrad": math.ceil(numel / 4) + 4}
+    return forms[method]
+
+
+def measured_bytes(method: str, n: int, m: int, density: float = 0.001, rank: int = 4,
+                   seed: int = 0) -> int:
+    """The same, measured: the package's codec encodes a random n x m gradient and
+    ``payload_bytes`` counts what it would send (one process, no ranks needed)."""
+    g = torch.randn(n, m, generator=torch.Generator().manual_seed(seed))
+    if method == "dense":
+        return g.numel() * g.element_size()
+    if method == "dgc":
+        return payload_bytes(encode_topk(g, density))
+    if method == "powersgd":
+        codec = PowerSGD([g], rank=rank, seed=seed)
+        codec.exchange([g], 0)
+        return codec.last_bytes
+    codec = {"onebit": OneBit, "terngrad": TernGrad}[method]()
+    return payload_bytes(codec.encode(g))
+
+
+# --- 7. Latency: synchronous SGD, FedAvg, DGA (notebook 08) ------------------------------
+def dga_step_time(algorithm: str, compute: float, latency: float, delay: int = 0,
+                  local_steps: int = 1) -> float:
+    """Steady-state seconds per step: sync ``C + L``, FedAvg ``C + L/K``, DGA
+    ``max(C, (C + L)/(D + 1))``."""
+    c, lat = compute, latency
+    return {"sync": c + lat, "fedavg": c + lat / local_steps,
+            "dga": max(c, (c + lat) / (delay + 1))}[algorithm]
+
+
+def modeled_step_time(algorithm: str, compute: float, latency: float, delay: int = 0,
+                      local_steps: int = 1) -> float:
+    """The same read off ``latency.modeled_step_times`` (the step-by-step schedule):
+    the mean step over a late window of whole periods of (D + 1) K steps."""
+    window = 8 * (delay + 1) * local_steps
+    times = modeled_step_times(algorithm, 3 * window, compute, latency, delay, local_steps)
+    return (times[-1][2] - times[-1 - window][2]) / window
+
+
+# --- 8. The planner (notebook 09) --------------------------------------------------------
+def mfu(num_params: float, tokens: float, step_time: float, gpus: int,
+        peak_flops: float) -> float:
+    """Model FLOPs utilisation: ``6 N tokens / (step time x GPUs x peak FLOP/s)``."""
+    return 6.0 * num_params * tokens / (step_time * gpus * peak_flops)
+
+
+PLANNER_RULES = [  # (rule, why, where the planner encodes it)
+    ("DP x TP x PP = number of GPUs", "every GPU has exactly one coordinate",
+     "evaluate: reason"),
+    ("TP inside a node (TP <= 8 on GPUs), dividing the heads",
+     "4 activation all-reduces per layer need NVLink", "evaluate: tp_inter_node, TP time"),
+    ("PP across nodes", "only one activation per micro-batch crosses a stage boundary",
+     "comm_bytes_per_step: pp_boundary"),
+    ("micro-batches per replica m >= PP, and many of them",
+     "bubble (p-1)/(m+p-1); with m < p the pipeline never fills", "evaluate: reason, bubble"),
+    ("no ZeRO-2/3 together with PP", "gradients or weights would move once per micro-batch",
+     "evaluate: reason"),
+    ("minimise model parallelism, give the rest to DP (ZeRO/FSDP when memory is short)",
+     "DP scales compute with the least communication per FLOP", "plan: ranking by step time"),
+]
+
+
+def recorded_run(numel: int = 840, seq: int = 16, heads: int = 4, head_dim: int = 8) -> dict:
+    """Rank function for ``companion.launch``: the recorded traffic of every all-reduce
+    the package has, and the collectives logged by Ulysses and ring attention (float32,
+    batch 1) and by one TP and one TP+SP block (``compare_with_reference``'s float64
+    shapes: b=2, s=8, h=16), so the closed forms above can be held against real ranks.
+    Keys: the all-reduce names, "ulysses_attention", "ring_attention", "tp", "tp+sp"."""
+    from . import collectives, sequence_parallel, tensor_parallel
+    x, out = torch.ones(numel), {}
+    for name in costmodel.ALGORITHMS:
+        with collectives.traffic() as t:
+            collectives.ALL_REDUCE_ALGORITHMS[name](x)
+        out[name] = t
+    keep = ("forward", "backward", "forward_bytes", "backward_bytes", "out")
+    for method in ("ulysses", "ring"):
+        r = sequence_parallel.compare_attention(method=method, seq=seq, heads=heads,
+                                                head_dim=head_dim, batch=1, dtype="float32")
+        out[f"{method}_attention"] = {k: r[k] for k in keep}
+    for mode, sp in (("tp", False), ("tp+sp", True)):
+        r = tensor_parallel.compare_with_reference(kind="block", sequence_parallel=sp)
+        out[mode] = {k: r[k] for k in keep}
+    return out
+
+
+def markdown_table(headers, rows) -> str:
+    """A Markdown table (display it with ``IPython.display.Markdown``)."""
+    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    return "\n".join(lines)
