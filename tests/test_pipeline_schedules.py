@@ -108,3 +108,79 @@ def test_handwritten_schedule_is_checked():
 def test_bad_input_raises_value_error_naming_the_fix(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- notebook 04's exercises: the simulation half of the checker (no ranks needed) ---------
+EXERCISES = {"gpipe": ("04.gpipe", gpipe), "1f1b": ("04.one-f-one-b", one_f_one_b),
+             "zb-h1": ("04.zb-h1", zb_h1)}
+
+
+def _ops_of(builder):
+    return lambda p, m: [list(ops) for ops in builder(p, m).ops]
+
+
+@pytest.mark.parametrize("target", sorted(EXERCISES))
+def test_exercise_precheck_accepts_exactly_its_own_schedule(target):
+    from companion.learning import exercise
+
+    ex = exercise(EXERCISES[target][0])
+    for other, (_, builder) in EXERCISES.items():
+        problem = ex.precheck(_ops_of(builder))
+        assert (problem is None) == (other == target), (target, other, problem)
+
+
+def test_exercise_precheck_explains_a_wrong_schedule():
+    from companion.learning import exercise
+
+    def warmup_one_too_many(p, m):  # p - s warm-up forwards instead of p - 1 - s
+        out = []
+        for s in range(p):
+            w = min(p - s, m)
+            ops = [Op("F", mb) for mb in range(w)]
+            for k in range(m - w):
+                ops += [Op("F", w + k), Op("B", k)]
+            out.append(ops + [Op("B", mb) for mb in range(m - w, m)])
+        return out
+
+    problem = exercise("04.one-f-one-b").precheck(warmup_one_too_many)
+    assert "stage 0 holds 5" in problem and "at most 4" in problem
+    assert "warmup_one_too_many" in problem and "line" in problem  # names the student's code
+    gp = exercise("04.gpipe")
+    assert "one list per stage" in gp.precheck(lambda p, m: [Op("F", 0)] * 3)
+    assert "returned NoneType" in gp.precheck(lambda p, m: None)
+    assert "backward before its last forward" in gp.precheck(_ops_of(one_f_one_b))
+    # every W at the end of 1F1B: valid, but every stage holds all m micro-batches
+    late_w = lambda p, m: [list(o) + [Op("W", mb) for mb in range(m)] for o in one_f_one_b(p, m).ops]
+    assert "holds 8 micro-batches" in exercise("04.zb-h1").precheck(late_w)
+
+
+def test_neighbour_pattern():
+    from companion.learning.watch import Call
+    from companion.pipeline.exercise import neighbour_messages
+
+    def calls(rank, p=4, m=8, nbytes=1024):
+        out = [Call("barrier", "forward", 0, None, p)]
+        for peer in (rank - 1, rank + 1):
+            if 0 <= peer < p:
+                out += [Call("isend", "forward", nbytes, peer, p),
+                        Call("recv", "forward", nbytes, peer, p)] * m
+        return out
+
+    pattern = neighbour_messages(8, 1024)
+    good = [calls(r) for r in range(4)]
+    assert pattern(good, 4) is None
+    skipping = [list(c) for c in good]
+    skipping[1][1] = Call("isend", "forward", 1024, 3, 4)
+    assert "not its neighbours" in pattern(skipping, 4)
+    extra = [c + [Call("all_reduce", "forward", 4, None, 4)] for c in good]
+    assert "all_reduce" in pattern(extra, 4)
+    assert "one message per micro-batch" in pattern([calls(r, m=7) for r in range(4)], 4)
+
+
+def test_check_schedule_is_the_notebook_exercise():
+    from companion.pipeline import check_schedule
+
+    verdict = check_schedule(lambda p, m: [Op("F", 0)], target="gpipe")  # refused before ranks
+    assert verdict.kind == "precheck" and not verdict
+    with pytest.raises(ValueError, match="2f2b"):
+        check_schedule(gpipe, target="2f2b")

@@ -1,83 +1,176 @@
 """Checking a schedule a student wrote: first by the simulator, then on real ranks.
 
-Used by the exercise in notebook 04 (``notebooks/04_pipeline_parallelism.ipynb``).
-The student writes ``fn(stages, microbatches) -> list of op lists`` (one list per
-stage, of :class:`~companion.pipeline.Op`). :func:`check_schedule`
+Used by notebook 04's exercises (``notebooks/04_pipeline_parallelism.ipynb``,
+registered in :mod:`companion.learning.nb04`). The student writes
+``fn(p, m) -> list of op lists`` (one list per stage, of :class:`~companion.pipeline.Op`).
+Each exercise is a :class:`companion.learning.Exercise` built from the pieces here:
 
-1. simulates it: every op present once, no deadlock, and (for the 1F1B exercise) the
-   same bubble as the closed form and no stage holding more than 1F1B's activations;
-2. runs it on ``stages`` real ranks with the executor and compares gradients and
-   updated parameters with the built-in schedule's, exactly (the executor sums each
-   micro-batch's gradient in micro-batch order, so any valid schedule gives the same bits).
+* :func:`precheck_schedule`, run in the notebook before any rank starts, simulates the
+  student's schedule at a few sizes: every op once, no deadlock, a bubble no larger
+  than the target schedule's closed form and no stage holding more micro-batches'
+  activations than the target does (and for GPipe: all forwards before any backward).
+  A wrong schedule is explained with the stage's own op list.
+* :func:`run_schedule` (the exercise's adapter, on every rank) runs the schedule with
+  the real executor, :func:`~companion.pipeline.run_pipeline`, and returns the
+  gradients and updated parameters. The executor sums each micro-batch's gradient in
+  micro-batch order, so any valid schedule gives the built-in schedule's bits exactly.
+* :func:`neighbour_messages` is the communication pattern: each stage sends one
+  activation downstream and one gradient upstream per micro-batch, point to point, to
+  its neighbours only.
 
-It prints a verdict and returns a bool; it never raises for wrong student code.
+:func:`check_schedule` is the short form ``check_schedule(my_1f1b, target="1f1b")``.
 """
 from __future__ import annotations
 
-import functools
+import torch
 
-from ..exercises import check
 from .executor import run_pipeline
-from .schedules import Schedule, make_schedule
-from .simulate import bubble_fraction, simulate
+from .schedules import Op, Schedule
+from .simulate import simulate
 from ..validation import callable_arg
 
 __all__ = ["check_schedule"]
 
+# The exercises' real-rank run: 4 stages (one per rank), 8 micro-batches of 4 samples.
+STAGES, MICROBATCHES, BATCH_SIZE, HIDDEN = 4, 8, 32, 64
+TARGETS = {"gpipe": "04.gpipe", "1f1b": "04.one-f-one-b", "zb-h1": "04.zb-h1"}
 
-def _student_rank(fn, stages, microbatches, batch):
-    ops = fn(stages, microbatches)
-    sched = Schedule("yours", stages, microbatches, tuple(tuple(o) for o in ops))
-    out = run_pipeline(schedule=sched, batch=batch, batch_size=len(batch[1]))
+
+def exercise_inputs(rank: int = 0, world_size: int = STAGES, split: bool = False) -> tuple:
+    """The exercises' inputs on every rank: ``(stages, microbatches, batch, split)``; the
+    batch is 32 fixed random 64-feature samples with labels (no data set to load), and
+    ``split`` says whether the schedule splits its backward into B and W."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(BATCH_SIZE, 64, generator=g)
+    y = torch.randint(0, 10, (BATCH_SIZE,), generator=g)
+    return (world_size, MICROBATCHES, (x, y), split)
+
+
+def exercise_inputs_split(rank: int = 0, world_size: int = STAGES) -> tuple:
+    """:func:`exercise_inputs` for a schedule with split backward (ZB-H1)."""
+    return exercise_inputs(rank, world_size, split=True)
+
+
+def _where(candidate) -> str:
+    from ..learning import feedback
+    try:
+        code = candidate.__code__
+    except AttributeError:
+        return ""
+    if not feedback._is_students(code.co_filename):
+        return ""
+    return (f" (your {candidate.__name__}, defined at "
+            f"{feedback.location(code.co_filename, code.co_firstlineno)})")
+
+
+def _shown(ops, limit: int = 14) -> str:
+    ops = list(ops)
+    text = ", ".join(repr(o) for o in ops[:limit])
+    return f"[{text}{', ...' if len(ops) > limit else ''}]"
+
+
+def as_schedule(ops, p: int, m: int, split: bool = False) -> Schedule:
+    """The student's return value as a validated :class:`Schedule` (ValueError says what
+    is wrong with it)."""
+    if isinstance(ops, Schedule):
+        ops = ops.ops
+    if isinstance(ops, (list, tuple)) and ops and all(isinstance(o, Op) for o in ops):
+        raise ValueError(f"it returned one flat list of {len(ops)} ops; return one list "
+                         f"per stage ({p} lists for p={p}), even when they are alike.")
+    if not isinstance(ops, (list, tuple)) or not all(isinstance(o, (list, tuple)) for o in ops):
+        raise ValueError(f"it returned {type(ops).__name__} {ops!r:.60}; return a list "
+                         f"with one list of ops per stage ({p} lists for p={p}).")
+    return Schedule("yours", p, m, tuple(tuple(o) for o in ops), 1, split).validate()
+
+
+def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool = False,
+                      forwards_first: bool = False) -> str | None:
+    """Simulate ``candidate(p, m)`` at each ``(p, m)`` in ``sizes``; None when it is as
+    good as ``target``, whose closed forms are ``bubble(p, m)`` and ``peaks(p, m)``
+    (micro-batches held per stage). Runs under the exercise's watcher, so it calls no
+    schedule builder of the package."""
+    where = _where(candidate)
+    for p, m in sizes:
+        try:
+            sched = as_schedule(candidate(p, m), p, m, split)
+            timeline = simulate(sched)
+        except ValueError as exc:
+            return f"at p={p}, m={m} the simulator rejects your schedule: {exc}{where}"
+        if forwards_first:
+            for s, ops in enumerate(sched.ops):
+                kinds = "".join(op.kind for op in ops)
+                if "BF" in kinds:
+                    return (f"at p={p}, m={m} stage {s} runs a backward before its last "
+                            f"forward: {_shown(ops)}. GPipe runs every forward first, then "
+                            f"the backwards.{where}")
+        want_peaks, got_peaks = peaks(p, m), timeline.peak_activations()
+        for s, (got, want) in enumerate(zip(got_peaks, want_peaks)):
+            if got > want + 1e-9:
+                return (f"at p={p}, m={m} stage {s} holds {got:g} micro-batches' activations "
+                        f"at once; {target} holds at most {want:g} there. Its ops: "
+                        f"{_shown(sched.ops[s])}. Free activations sooner: run each "
+                        f"{'W' if split else 'backward'} as soon as it can run.{where}")
+        want = bubble(p, m)
+        if timeline.bubble_fraction > want + 1e-9:
+            name = getattr(candidate, "__name__", "your_function")
+            flag = ", split_backward=True" if split else ""
+            return (f"at p={p}, m={m} your schedule idles {timeline.bubble_fraction:.1%} of "
+                    f"the time; {target} idles {want:.1%}. Draw it and look for the grey "
+                    f"gaps: draw_timeline(plt.gca(), simulate(Schedule('mine', {p}, {m}, "
+                    f"{name}({p}, {m}){flag}))).{where}")
+    return None
+
+
+def run_schedule(candidate, p: int, m: int, batch, split: bool = False) -> dict:
+    """The exercise's adapter, on every rank: run ``candidate(p, m)`` with the real
+    executor; ``{"grads", "params"}`` of this rank's stage after one SGD step."""
+    sched = as_schedule(candidate(p, m), p, m, split)
+    out = run_pipeline(schedule=sched, batch=batch, batch_size=len(batch[1]), hidden=HIDDEN)
     return {"grads": out["grads"], "params": out["params"]}
 
 
-def _reference_rank(name, stages, microbatches, batch):
-    out = run_pipeline(schedule=name, microbatches=microbatches, batch=batch,
-                       batch_size=len(batch[1]))
-    return {"grads": out["grads"], "params": out["params"]}
+def neighbour_messages(microbatches: int = MICROBATCHES,
+                       nbytes: int = BATCH_SIZE // MICROBATCHES * HIDDEN * 4):
+    """Pattern: stage s exchanges, per micro-batch, one activation with s+1 and one
+    gradient with s-1 (a send and a recv each way, ``nbytes`` each: one micro-batch of
+    float32 activations); nothing else but the executor's two barriers."""
+    from ..learning.patterns import per_rank
+    from ..learning.watch import P2P
+
+    def check(rank, world_size, calls):
+        other = sorted({c.name for c in calls} - P2P - {"barrier"})
+        if other:
+            return (f"it called {', '.join(other)}; pipeline stages talk only point to "
+                    "point, to their neighbours")
+        stray = sorted({c.peer for c in calls if c.name in P2P} - {rank - 1, rank + 1})
+        if stray:
+            return f"it exchanged messages with rank(s) {stray}, which are not its neighbours"
+        for peer, what in ((rank + 1, "activations to / gradients from"),
+                           (rank - 1, "gradients to / activations from")):
+            want = microbatches if 0 <= peer < world_size else 0
+            for names in (("send", "isend"), ("recv", "irecv")):
+                got = sum(1 for c in calls if c.name in names and c.peer == peer)
+                if got != want:
+                    return (f"it made {got} {names[0]}s with rank {peer}; a stage exchanges "
+                            f"one message per micro-batch ({want}) with each neighbour "
+                            f"({what} rank {peer})")
+        sizes = {c.bytes for c in calls if c.name in P2P}
+        if sizes - {nbytes}:
+            return (f"messages of {sorted(sizes)} bytes; each should carry one "
+                    f"micro-batch's activation or gradient, {nbytes} bytes")
+        return None
+    return per_rank(check)
 
 
-def check_schedule(fn, stages: int = 4, microbatches: int = 8, target: str = "1f1b",
-                   batch=None) -> bool:
-    """Check ``fn(stages, microbatches)`` against the built-in ``target`` schedule."""
-    # The notebook's arguments, checked before the student's code runs: a typo in the
-    # target must not read as a verdict on the student's schedule.
+def check_schedule(fn, target: str = "1f1b"):
+    """Check ``fn(p, m)`` as notebook 04's exercise for ``target`` (gpipe, 1f1b or
+    zb-h1): simulated first, then on 4 real ranks. Prints the verdict and returns it
+    (a :class:`~companion.learning.Verdict`, truthy when it passed)."""
     callable_arg("fn", fn, "pass the schedule function you wrote (no parentheses).")
-    make_schedule(target, stages, microbatches)
-    try:
-        ops = fn(stages, microbatches)
-    except NotImplementedError:
-        print("… not implemented yet: replace the `raise NotImplementedError` with your code.\n"
-              "Hint: stage s runs p-1-s forwards, then alternates one F and one B, then "
-              "finishes the remaining Bs.")
-        return False
-    try:
-        sched = Schedule("yours", stages, microbatches, tuple(tuple(o) for o in ops))
-        timeline = simulate(sched)
-    except (ValueError, TypeError) as exc:
-        print(f"✗ the simulator rejects the schedule: {exc}")
-        return False
-    want = bubble_fraction(stages, microbatches, target)
-    ref_peak = simulate(make_schedule(target, stages, microbatches)).peak_activations()
-    print(f"simulated: bubble {timeline.bubble_fraction:.1%} (closed form for {target}: "
-          f"{want:.1%}), peak activations per stage {timeline.peak_activations()} "
-          f"({target}: {ref_peak})")
-    if abs(timeline.bubble_fraction - want) > 1e-9:
-        print(f"✗ the bubble differs from {target}'s; look at the timeline: "
-              "simulate(Schedule('yours', p, m, ops)) and draw it.")
-        return False
-    if any(a > b for a, b in zip(timeline.peak_activations(), ref_peak)):
-        print(f"✗ a stage holds more activations than {target} would: start the backward "
-              "passes earlier.")
-        return False
-    if batch is None:
-        from ..data import digits_batch
-        batch = digits_batch(0, 32)
-    print(f"running it on {stages} real ranks ...")
-    # exercises.check passes the same arguments to both functions; bind them first.
-    student = functools.partial(_student_rank, fn, stages, microbatches, batch)
-    reference = functools.partial(_reference_rank, target, stages, microbatches, batch)
-    return check(student, reference, world_size=stages,
-                 hint="the simulator accepted it, so compare your op lists with "
-                      f"companion.pipeline.make_schedule('{target}', p, m).ops")
+    key = str(target).lower().replace("_", "-")
+    key = {"one-f-one-b": "1f1b", "zbh1": "zb-h1"}.get(key, key)
+    if key not in TARGETS:
+        raise ValueError(f"target={target!r}: notebook 04's exercises are "
+                         f"{', '.join(TARGETS)}.")
+    from ..learning import exercise
+    return exercise(TARGETS[key]).check(fn)

@@ -1,0 +1,53 @@
+"""Attempts for notebook 04's exercises (see tests/test_exercises.py)."""
+
+CASES = {
+    "04.gpipe": dict(
+        # The shortcut: the package's own GPipe builder.
+        cheat="def my_gpipe(p, m):\n"
+              "    return companion.pipeline.make_schedule('gpipe', p, m).ops\n",
+        # A plausible mistake: one list of ops for the whole pipeline, not one per stage.
+        wrong="def my_gpipe(p, m):\n"
+              "    return [Op('F', mb) for mb in range(m)] + [Op('B', mb) for mb in range(m)]\n",
+        wrong_kind="precheck",
+    ),
+    "04.one-f-one-b": dict(
+        # 1F1B is GPipe's ops reordered: sorting GPipe's would still use a builder.
+        cheat="def my_1f1b(p, m):\n"
+              "    return [list(ops) for ops in companion.pipeline.one_f_one_b(p, m).ops]\n",
+        # Off by one: p - s warm-up forwards hold one micro-batch too many.
+        wrong="def my_1f1b(p, m):\n"
+              "    stages = []\n"
+              "    for s in range(p):\n"
+              "        w = min(p - s, m)\n"
+              "        ops = [Op('F', mb) for mb in range(w)]\n"
+              "        for k in range(m - w):\n"
+              "            ops += [Op('F', w + k), Op('B', k)]\n"
+              "        stages.append(ops + [Op('B', mb) for mb in range(m - w, m)])\n"
+              "    return stages\n",
+        wrong_kind="precheck",
+    ),
+    "04.zb-h1": dict(
+        # ZB-H1 from the builder, re-wrapped.
+        cheat="def my_zb_h1(p, m):\n"
+              "    from companion.pipeline.schedules import zb_h1\n"
+              "    return [list(ops) for ops in zb_h1(p, m).ops]\n",
+        # A crash: each round takes the oldest pending W before adding this round's B,
+        # so stage 0 pops from an empty list in round p-1.
+        wrong="def my_zb_h1(p, m):\n"
+              "    stages = []\n"
+              "    for s in range(p):\n"
+              "        ops, pending = [], []\n"
+              "        for x in range(m + p - 1):\n"
+              "            if x < m:\n"
+              "                ops.append(Op('F', x))\n"
+              "            if x >= p - 1:\n"
+              "                ops.append(Op('W', pending.pop(0)))\n"
+              "            b = x - (p - 1 - s)\n"
+              "            if 0 <= b < m:\n"
+              "                ops.append(Op('B', b))\n"
+              "                pending.append(b)\n"
+              "        stages.append(ops)\n"
+              "    return stages\n",
+        wrong_kind="crash", wrong_line="ops.append(Op('W', pending.pop(0)))",
+    ),
+}
