@@ -189,3 +189,49 @@ def test_momentum_sgd_matches_torch_sgd_bit_for_bit(momentum):
         theirs.step()
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
+
+
+def test_local_clipping_bounds_the_rank_norm_and_leaves_small_gradients():
+    from companion.compression import clip_locally
+    grads = [torch.full((3, 4), 1.0), torch.full((5,), 1.0)]   # norm sqrt(17)
+    clipped = clip_locally(grads, clip_norm=2.0, world_size=4)  # limit 2 / sqrt(4) = 1
+    norm = torch.sqrt(sum((g ** 2).sum() for g in clipped))
+    torch.testing.assert_close(norm, torch.tensor(1.0))
+    # One factor for the whole rank: every tensor keeps its direction and relative size.
+    assert torch.allclose(clipped[0] / grads[0], clipped[1][0] / grads[1][0])
+    small = [g / 100 for g in grads]
+    assert all(torch.equal(a, b) for a, b in zip(clip_locally(small, 2.0, 4), small))
+    assert clip_locally(grads, None, 4) == grads
+
+
+def test_dgc_calls_the_accumulation_it_is_given():
+    # Notebook 07's core exercise plugs a student's accumulation into DGC: a custom one
+    # that equals the package's gives identical payloads; DGC hands it whole lists.
+    from companion.compression import dgc_accumulate
+    seen = []
+
+    def mine(u, v, grads, momentum, clip_norm, world_size):
+        seen.append((len(grads), clip_norm, world_size))
+        return dgc_accumulate(u, v, grads, momentum, clip_norm, world_size)
+
+    config = DGCConfig(density=0.1, momentum=0.9, clip_norm=0.5)
+    ours, theirs = (DGC(_grads(1)[0], config, world_size=4, accumulate=a)
+                    for a in (mine, None))
+    for t, gs in enumerate(_grads(4)):
+        for a, b in zip(ours.encode(gs, t), theirs.encode(gs, t)):
+            assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert seen == [(2, 0.5, 4)] * 4
+
+
+def test_16_bit_indices_are_blocked_or_relative_and_cost_little():
+    from companion.compression.arithmetic import index_block_bytes
+    alex = alexnet_shapes()
+    fc6 = (4096, 256 * 6 * 6)
+    assert fc6 in alex and math.prod(fc6) > 2**16   # no absolute 16-bit index reaches it
+    headers = index_block_bytes(alex)
+    assert headers == 2 * sum(math.ceil(math.prod(s) / 2**16) for s in alex
+                              if len(s) >= 2 and math.prod(s) > 2**16)
+    lecture_format = sparse_bytes(alex, 0.001, index_bytes=2)
+    assert headers < 0.005 * lecture_format
+    assert round((lecture_format + headers) / MiB, 2) == 0.39
+    assert index_block_bytes([(100, 100)]) == 0   # one block: its count is k, known

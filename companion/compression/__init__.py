@@ -12,8 +12,8 @@ from .stacked import train_stacked
 from .arithmetic import alexnet_shapes, resnet50_shapes, sparse_bytes, split_counts
 from .powersgd import PowerSGD, orthonormalize, torch_powersgd_bytes
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
-from .sparse import (ABLATION, DGC, DGCConfig, density_schedule, lr_warmup,
-                     momentum_correction, topk_indices)
+from .sparse import (ABLATION, DGC, DGCConfig, clip_locally, density_schedule, dgc_accumulate,
+                     lr_warmup, momentum_correction, topk_indices)
 from .train import (METHODS, BiasFreeMLP, densification, make_compressor, split_digits, train,
                     train_torch_powersgd)
 from .wire import all_gather_payloads, pack_bits, payload_bytes, unpack_bits
@@ -21,7 +21,7 @@ from .wire import all_gather_payloads, pack_bits, payload_bytes, unpack_bits
 __all__ = ["train_many", "train_stacked", "alexnet_shapes", "resnet50_shapes", "sparse_bytes", "split_counts", "PowerSGD",
            "orthonormalize", "torch_powersgd_bytes", "OneBit", "QuantizedExchange", "TernGrad",
            "Threshold", "TopKNoFeedback", "ABLATION", "DGC", "DGCConfig", "density_schedule",
-           "lr_warmup", "momentum_correction", "topk_indices", "METHODS", "BiasFreeMLP", "ablation",
+           "lr_warmup", "momentum_correction", "clip_locally", "dgc_accumulate", "topk_indices", "METHODS", "BiasFreeMLP", "ablation",
            "ablation_settings", "densification", "make_compressor", "split_digits", "train",
            "train_torch_powersgd", "all_gather_payloads", "pack_bits", "payload_bytes",
            "unpack_bits"]

@@ -12,17 +12,25 @@ recompute the ratios under different wire formats:
   so 1000x fewer entries is only 500x fewer bytes);
 * vectors (biases, batch-norm scales and shifts) are not pruned and go dense.
 
-"MB" in the lecture is 2**20 bytes (AlexNet's 60,965,224 fp32 numbers are 232.56 MiB).
+The lecture's "MB" is MiB, 2**20 bytes (AlexNet's 60,965,224 fp32 numbers are 232.56
+MiB); the course otherwise counts decimal bytes (:mod:`companion.units`).
+
+A 16-bit index names one of 65,536 positions, fewer than most of AlexNet's tensors hold
+(fc6 has 37.7M entries), so a 16-bit format cannot be absolute: it is *relative* (each
+index the gap from the previous kept entry, with an escape word for a gap of 2**16 or
+more) or *blocked* (positions within blocks of 2**16 entries, each block headed by its
+count). :func:`index_block_bytes` is what the blocks' headers add; it is also the most a
+relative format's escapes can add, since a tensor's gaps sum to less than its size.
 """
 from __future__ import annotations
 
 import math
 
-from ..validation import fraction
+from ..units import MiB
+from ..validation import fraction, positive_int
 
-__all__ = ["alexnet_shapes", "resnet50_shapes", "split_counts", "sparse_bytes", "MiB"]
-
-MiB = 2**20
+__all__ = ["alexnet_shapes", "resnet50_shapes", "split_counts", "sparse_bytes",
+           "index_block_bytes", "MiB"]
 
 
 def alexnet_shapes() -> list[tuple]:
@@ -69,4 +77,24 @@ def sparse_bytes(shapes: list[tuple], density: float, value_bytes: int = 4, inde
             total += math.ceil(density * numel) * (value_bytes + index_bytes)
         else:
             total += numel * value_bytes
+    return total
+
+
+def index_block_bytes(shapes: list[tuple], index_bits: int = 16, header_bytes: int = 2,
+                      prune_vectors: bool = False) -> int:
+    """What a blocked ``index_bits`` index format adds to :func:`sparse_bytes`: one
+    ``header_bytes`` count per block of ``2**index_bits`` entries of each pruned tensor.
+
+    The same number bounds a relative (gap) format's escape words of ``header_bytes``
+    each: a tensor of ``n`` entries has at most ``ceil(n / 2**index_bits)`` gaps that
+    long. Tensors of at most ``2**index_bits`` entries need no header (one block, whose
+    count is k, known to every rank).
+    """
+    positive_int("index_bits", index_bits, "16-bit indices are index_bits=16.")
+    positive_int("header_bytes", header_bytes, "a 16-bit count is header_bytes=2.")
+    span, total = 2**index_bits, 0
+    for s in shapes:
+        numel = math.prod(s)
+        if (len(s) >= 2 or prune_vectors) and numel > span:
+            total += header_bytes * math.ceil(numel / span)
     return total

@@ -33,18 +33,47 @@ import torch
 from .wire import all_gather_payloads, index_dtype, payload_bytes
 from ..validation import fraction
 
-__all__ = ["momentum_correction", "topk_indices", "encode_topk", "decode_topk", "density_schedule", "lr_warmup",
+__all__ = ["momentum_correction", "clip_locally", "dgc_accumulate", "topk_indices", "encode_topk", "decode_topk", "density_schedule", "lr_warmup",
            "DGCConfig", "DGC", "ABLATION"]
 
 
 def momentum_correction(u: torch.Tensor, v: torch.Tensor, g: torch.Tensor, momentum: float):
     """DGC's accumulation (L20 p.41-43): velocity ``u = m u + g``, then ``v = v + u``.
 
-    Returns the new ``(u, v)``. ``v`` is what gets sparsified; the exercise of notebook
-    07 asks for this function.
+    Returns the new ``(u, v)``. ``v`` is what gets sparsified. One tensor; DGC calls it
+    for every tensor through :func:`dgc_accumulate`.
     """
     u = momentum * u + g
     return u, v + u
+
+
+def clip_locally(grads: list[torch.Tensor], clip_norm: float | None,
+                 world_size: int) -> list[torch.Tensor]:
+    """DGC's local gradient clipping (L20 p.44): scale this rank's gradients so that
+    their joint L2 norm is at most ``clip_norm / sqrt(world_size)``.
+
+    Local: each rank uses its own norm, with no communication. ``N`` ranks' clipped
+    gradients then add up to a norm of about ``clip_norm``. ``None`` clips nothing.
+    """
+    if clip_norm is None:
+        return list(grads)
+    limit = clip_norm / math.sqrt(world_size)
+    norm = torch.sqrt(sum((g.float() ** 2).sum() for g in grads))
+    scale = min(1.0, limit / (float(norm) + 1e-12))  # 1e-12: a zero gradient stays zero
+    return [g * scale for g in grads]
+
+
+def dgc_accumulate(u: list[torch.Tensor], v: list[torch.Tensor], grads: list[torch.Tensor],
+                   momentum: float, clip_norm: float | None, world_size: int):
+    """One rank's DGC accumulation over all its tensors: clip locally, then momentum
+    correction per tensor. Returns the new lists ``(u, v)``.
+
+    :class:`DGC` calls this (or the ``accumulate`` it is given: notebook 07's core
+    exercise) before selecting the top-k of each ``v``.
+    """
+    pairs = [momentum_correction(ui, vi, g, momentum)
+             for ui, vi, g in zip(u, v, clip_locally(grads, clip_norm, world_size))]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def topk_indices(x: torch.Tensor, k: int, sample_above: int | None = None,
@@ -147,7 +176,9 @@ class DGC:
     def __init__(self, params_like: list[torch.Tensor], config: DGCConfig, seed: int = 0,
                  world_size: int = 1, rank: int = 0, accumulate=None):
         self.config, self.world_size = config, world_size
-        self.accumulate = accumulate or momentum_correction  # the exercise swaps in its own
+        # accumulate(u, v, grads, momentum, clip_norm, world_size) -> (u, v), lists of
+        # tensors; notebook 07's core exercise swaps in the student's own.
+        self.accumulate = accumulate or dgc_accumulate
         self.u = [torch.zeros_like(p) for p in params_like]  # velocity (momentum correction)
         self.v = [torch.zeros_like(p) for p in params_like]  # accumulated, not yet sent
         self.generator = torch.Generator().manual_seed(seed * 7919 + rank)
@@ -161,26 +192,22 @@ class DGC:
     def density(self, step: int) -> float:
         return density_schedule(step, self.config.density, self.config.warmup_steps)
 
-    def _clip(self, grads):
-        c = self.config
-        if c.clip_norm is None:
-            return grads
-        limit = c.clip_norm / math.sqrt(self.world_size)
-        norm = torch.sqrt(sum((g.float() ** 2).sum() for g in grads))
-        scale = min(1.0, limit / (float(norm) + 1e-12))
-        return [g * scale for g in grads]
-
     def encode(self, grads: list[torch.Tensor], step: int) -> list[dict]:
         """Local part: accumulate, select, clear what was sent. Returns the payloads."""
         c = self.config
         density = self.density(step)
+        if c.momentum_correction:
+            u, v = self.accumulate(self.u, self.v, list(grads), c.momentum, c.clip_norm,
+                                   self.world_size)
+            self.u, self.v = list(u), list(v)
+            if len(self.v) != len(grads) or len(self.u) != len(grads):
+                raise ValueError(f"accumulate returned {len(self.u)} velocities and "
+                                 f"{len(self.v)} accumulators for {len(grads)} tensors")
+        else:  # gradient dropping: accumulate the (clipped) gradient itself
+            self.v = [v + g for v, g in
+                      zip(self.v, clip_locally(grads, c.clip_norm, self.world_size))]
         payloads = []
-        for i, g in enumerate(self._clip(grads)):
-            if c.momentum_correction:
-                self.u[i], self.v[i] = self.accumulate(self.u[i], self.v[i], g, c.momentum)
-            else:
-                self.v[i] = self.v[i] + g
-            u, v = self.u[i], self.v[i]
+        for u, v in zip(self.u, self.v):
             if v.dim() < 2:  # biases: sent dense, every step
                 payloads.append({"values": v.reshape(-1).clone()})
                 v.zero_()  # nothing is dropped, so no mask: plain momentum SGD
