@@ -10,7 +10,9 @@ Contract (as in torch's DDP and CS336 assignment 2):
 * ``ddp(x)`` is ``ddp.module(x)``;
 * during backward, as soon as autograd has accumulated a parameter's gradient a hook
   starts an asynchronous all-reduce of it (or, with ``bucket_size_mb``, of the bucket
-  it completes), so communication overlaps the rest of backward;
+  it completes), so communication overlaps the rest of backward. The bucket size is in
+  MiB (2^20 bytes), like torch's ``bucket_cap_mb`` (the course's MB is 10^6 bytes:
+  ``companion.units``);
 * ``finish_gradient_synchronization()`` waits for those all-reduces and averages, so the
   gradients equal single-process gradients of the mean loss over the global batch. It is
   also queued automatically at the end of backward; calling it again is harmless.

@@ -22,6 +22,10 @@ import math
 from collections import defaultdict
 
 import torch
+
+# The course's unit (companion.units): GB = 10**9 bytes, as in the ZeRO paper and the
+# lectures (7.5e9 parameters x 16 B = "120 GB"); re-exported as memory.GB.
+from .units import GB
 from .validation import positive_number
 
 __all__ = ["PRECISIONS", "OPTIMIZERS", "bytes_per_param", "zero_memory_per_gpu",
@@ -29,7 +33,6 @@ __all__ = ["PRECISIONS", "OPTIMIZERS", "bytes_per_param", "zero_memory_per_gpu",
            "ring_bytes_sent", "CommLedger", "held_bytes", "optimizer_state_tensors", "GB",
            "transformer_params", "MODEL_CONFIGS"]
 
-GB = 1e9  # the ZeRO paper's and the lectures' GB are decimal (7.5e9 * 16 B = "120 GB")
 
 # precision -> (weight bytes, gradient bytes, fp32 master copy in the optimizer?, state bytes)
 PRECISIONS = {

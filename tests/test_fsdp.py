@@ -102,3 +102,56 @@ def test_fsdp_rejects_a_parameter_shared_by_two_units():
         return ""
 
     assert "units=" in companion.launch(work, world_size=2)[0]
+
+
+# Notebook 03's stretch exercise (03.fsdp-forward) judges "gathered on demand, then let
+# go" by how many full weights its layers see alive at once; these attempts pin it down.
+def _gather(shard, shape):
+    import torch.distributed as dist
+
+    out = torch.empty(dist.get_world_size() * shard.numel(), dtype=shard.dtype)
+    dist.all_gather_single(out, shard)
+    return out[:shape[0] * shape[1]].view(shape)
+
+
+def _on_demand(x, shards, shapes, layers):
+    for i, (shard, shape) in enumerate(zip(shards, shapes)):
+        x = layers(i, x, _gather(shard, shape))  # the weight is dropped after its layer
+    return x
+
+
+def _all_first(x, shards, shapes, layers):
+    weights = [_gather(shard, shape) for shard, shape in zip(shards, shapes)]
+    for i, w in enumerate(weights):
+        x = layers(i, x, w)
+    return x
+
+
+def _freed_in_place(x, shards, shapes, layers):
+    kept = []
+    for i, (shard, shape) in enumerate(zip(shards, shapes)):
+        w = _gather(shard, shape)
+        x = layers(i, x, w)
+        w.untyped_storage().resize_(0)  # torch FSDP's free: the object survives, its bytes do not
+        kept.append(w)
+    return x
+
+
+def _alive_counts():
+    import torch.distributed as dist
+    from companion.learning import exercise
+
+    ex = exercise("03.fsdp-forward")
+    out = {}
+    for fn in (_on_demand, _all_first, _freed_in_place):
+        args = ex.inputs(dist.get_rank(), dist.get_world_size())
+        got = ex.adapter(fn, *args)
+        want = ex.expected(*args)
+        assert torch.allclose(got["output"], want["output"], rtol=1e-12, atol=1e-12)
+        out[fn.__name__] = got["most full weights alive at once"]
+    return out
+
+
+def test_fsdp_exercise_counts_the_full_weights_alive():
+    for counts in companion.launch(_alive_counts, world_size=4, timeout=60):
+        assert counts == {"_on_demand": 1, "_all_first": 3, "_freed_in_place": 1}

@@ -16,6 +16,12 @@ def test_sixteen_bytes_per_parameter_and_five_billion_on_80_gb():
     assert M.max_params_that_fit(80 * M.GB, 1, 0) == 5_000_000_000
 
 
+def test_gb_is_the_course_unit():
+    from companion import units
+
+    assert M.GB is units.GB and units.GB == 10**9  # decimal, as the ZeRO paper and L19 use
+
+
 def test_zero_paper_figure_1_n64_for_7_5b():
     rows = [round(M.zero_memory_per_gpu(7.5e9, 64, s)["total"] / M.GB, 1) for s in range(4)]
     assert rows == [120.0, 31.4, 16.6, 1.9]

@@ -5,12 +5,18 @@ Each function returns an ipywidgets ``VBox`` that draws once on creation; its co
 are attributes of the box (``box.params_b``, ``box.gpus``, ...), the figure is the PNG in
 ``box.image`` and the numbers are in ``box.text``, so a test can change a control and see
 the output change; ``box.output`` shows invalid input.
+
+Units follow the course's convention (:mod:`companion.units`): GB = 10^9 bytes, the unit
+of the ZeRO paper and the lectures. A GPU's memory is typed as its label says ("80 GB");
+vendors' labels are close to GiB (an "80 GB" A100 has 80 GiB = 85.9 GB), which notebook
+03 points out.
 """
 from __future__ import annotations
 
 import ipywidgets as W
 
 from .. import memory as M
+from ..units import GB
 from ._base import guarded
 from ..validation import one_of, positive_int, positive_number
 
@@ -93,7 +99,7 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
         num = int(round(size.value * 1e9))
         kw = dict(precision=prec.value, optimizer=opt.value)
         rows = [M.zero_memory_per_gpu(num, n.value, s, **kw) for s in range(4)]
-        limit = mem.value * M.GB
+        limit = mem.value * GB
 
         def draw():
             import matplotlib.pyplot as plt
@@ -102,12 +108,12 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
             fig, ax = plt.subplots(figsize=(9, 4.2))
             bottom = [0.0] * 4
             for part, color in zip(_PARTS, OKABE_ITO):
-                values = [r[part] / M.GB for r in rows]
+                values = [r[part] / GB for r in rows]
                 ax.bar(range(4), values, bottom=bottom, color=color, label=_PART_LABELS[part])
                 bottom = [b + v for b, v in zip(bottom, values)]
             for s, r in enumerate(rows):
                 fits = r["total"] <= limit
-                ax.text(s, r["total"] / M.GB, f"{r['total'] / M.GB:,.1f} GB\n"
+                ax.text(s, r["total"] / GB, f"{r['total'] / GB:,.1f} GB\n"
                         + ("fits" if fits else "does not fit"), ha="center", va="bottom",
                         color="black" if fits else OKABE_ITO[3],
                         fontweight="bold" if s == st.value else "normal")
@@ -127,7 +133,7 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
         chosen = rows[st.value]
         lines = [f"{per['params']} + {per['grads']} + {per['optimizer']} = "
                  f"{sum(per.values())} bytes per parameter before sharding.",
-                 f"{_STAGE_NAMES[st.value]}: {chosen['total'] / M.GB:,.2f} GB per GPU "
+                 f"{_STAGE_NAMES[st.value]}: {chosen['total'] / GB:,.2f} GB per GPU "
                  f"({'fits' if chosen['total'] <= limit else 'does not fit'} in {mem.value:g} GB).",
                  "Largest model that fits (weights + gradients + optimizer state only):"]
         for s, name in enumerate(_STAGE_NAMES):
@@ -192,21 +198,21 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
 
             fig, ax = plt.subplots(figsize=(9, 4))
             colors = [OKABE_ITO[1] if v == chosen else OKABE_ITO[0] for v in values]
-            ax.barh(range(len(values)), [v / M.GB for v in values], color=colors)
+            ax.barh(range(len(values)), [v / GB for v in values], color=colors)
             ax.set_yticks(range(len(values)), [name for name, _ in variants])
             ax.invert_yaxis()
             for i, v in enumerate(values):
-                ax.text(v / M.GB, i, f" {v / M.GB:,.2f}", va="center")
+                ax.text(v / GB, i, f" {v / GB:,.2f}", va="center")
             ax.set_xlabel("activation memory per layer per GPU (GB)")
             ax.set_title(f"s={s.value}, b={b.value}, h={h.value}, a={a.value}: 5as/h = "
                          f"{5 * a.value * s.value / h.value:,.1f} vs 34")
-            ax.set_xlim(0, max(values) / M.GB * 1.25)
+            ax.set_xlim(0, max(values) / GB * 1.25)
             return fig
 
         _render(image, output, draw)
         text.value = _pre([f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
-                           f"{chosen / M.GB:,.3f} GB per layer, "
-                           f"{chosen * L.value / M.GB:,.1f} GB for {L.value} layers"])
+                           f"{chosen / GB:,.3f} GB per layer, "
+                           f"{chosen * L.value / GB:,.1f} GB for {L.value} layers"])
 
     for control in (s, b, h, a, t, sp, rc, L):
         control.observe(redraw, "value")
