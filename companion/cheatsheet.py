@@ -28,6 +28,7 @@ from .compression.sparse import encode_topk
 from .latency import modeled_step_times
 from .pipeline import bubble_fraction, simulate
 from .pipeline.simulate import formula_text
+from .validation import one_of, positive_int, positive_number, fraction, preflight
 
 __all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
            "zero_closed_form", "zero_traffic_closed_form", "bubble_table",
@@ -81,14 +82,22 @@ def all_reduce_table(world_size: int, nbytes: float, alpha: float, beta: float) 
 
 
 # --- 2. Sixteen bytes per parameter and ZeRO (notebook 03) ------------------------------
+def _zero_args(psi, n, stage) -> None:
+    positive_number("psi", psi, "the number of parameters, e.g. psi=7.5e9")
+    positive_int("n", n, "the data-parallel degree, e.g. n=64")
+    one_of("stage", stage, (0, 1, 2, 3), "ZeRO stages are 0 (plain DP) to 3")
+
+
 def zero_closed_form(psi: float, n: int, stage: int, k: float = 12) -> float:
     """Bytes per GPU of mixed-precision Adam (2 + 2 + K bytes per parameter) under ZeRO."""
+    _zero_args(psi, n, stage)
     return {0: (2 + 2 + k) * psi, 1: (2 + 2) * psi + k * psi / n,
             2: 2 * psi + (2 + k) * psi / n, 3: (2 + 2 + k) * psi / n}[stage]
 
 
 def zero_traffic_closed_form(psi: float, n: int, stage: int, e: int = 2) -> float:
     """Bytes one rank sends per step (ring collectives): 2 or 3 times (N-1)/N of 2 Psi."""
+    _zero_args(psi, n, stage)
     return (3 if stage == 3 else 2) * (n - 1) / n * e * psi
 
 
@@ -120,6 +129,8 @@ def tp_bytes_per_layer(b: int, s: int, h: int, t: int, e: int = 2,
                        sequence_parallel: bool = False) -> float:
     """Bytes one rank sends per layer in forward (backward: the same), ring collectives:
     ``4 (t-1)/t b s h e`` with or without sequence parallelism."""
+    for name, value in (("b", b), ("s", s), ("h", h), ("t", t), ("e", e)):
+        positive_int(name, value, "sizes are whole numbers >= 1")
     payload = b * s * h * e
     if sequence_parallel:
         return 2 * (memory.ring_bytes_sent("all_gather", payload, t)
@@ -130,6 +141,9 @@ def tp_bytes_per_layer(b: int, s: int, h: int, t: int, e: int = 2,
 def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str = "tp") -> float:
     """Korthikanti et al. 2022, bytes per layer: ``mode`` is "tp" (t = 1: no parallelism),
     "tp+sp", "tp+sp+selective" or "full" (only the layer's input is kept)."""
+    for name, value in (("s", s), ("b", b), ("h", h), ("a", a), ("t", t)):
+        positive_int(name, value, "sizes are whole numbers >= 1")
+    one_of("mode", mode, ("tp", "tp+sp", "tp+sp+selective", "full"))
     sbh, attention = s * b * h, 5 * a * s / h
     forms = {"tp": sbh * (10 + 24 / t + attention / t), "tp+sp": sbh * (34 + attention) / t,
              "tp+sp+selective": 34 * sbh / t, "full": 2 * sbh}
@@ -143,6 +157,10 @@ def attention_bytes(method: str, b: int, s: int, h: int, p: int, e: int = 2,
     the whole sequence. Forward: Ulysses 4 (N/P)(P-1)/P (four all-to-alls), ring
     2 N (P-1)/P (P-1 hops of a K and a V block), Megatron TP 2 N (P-1)/P (one
     all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV)."""
+    one_of("method", method, ("ulysses", "ring", "tp"))
+    one_of("phase", phase, ("forward", "backward"))
+    for name, value in (("b", b), ("s", s), ("h", h), ("p", p), ("e", e)):
+        positive_int(name, value, "sizes are whole numbers >= 1")
     n = b * s * h * e
     forward = {"ulysses": 4 * n / p * (p - 1) / p, "ring": 2 * n * (p - 1) / p,
                "tp": 2 * n * (p - 1) / p}
@@ -162,8 +180,17 @@ COMPRESSION_FORMULAS = {  # bytes on the wire for one n x m fp32 gradient matrix
 }
 
 
+def _compression_args(method, n, m, density, rank) -> None:
+    one_of("method", method, tuple(COMPRESSION_FORMULAS))
+    positive_int("n", n, "rows of the gradient matrix")
+    positive_int("m", m, "columns of the gradient matrix")
+    fraction("density", density, "the kept fraction, e.g. density=0.001")
+    positive_int("rank", rank, "PowerSGD's rank, e.g. rank=4")
+
+
 def compressed_bytes(method: str, n: int, m: int, density: float = 0.001, rank: int = 4) -> int:
     """Closed form of ``COMPRESSION_FORMULAS[method]``."""
+    _compression_args(method, n, m, density, rank)
     numel = n * m
     forms = {"dense": 4 * numel, "dgc": 8 * math.ceil(density * numel),
              "powersgd": 4 * min(rank, n, m) * (n + m), "onebit": math.ceil(numel / 8) + 8 * m,
@@ -175,6 +202,7 @@ def measured_bytes(method: str, n: int, m: int, density: float = 0.001, rank: in
                    seed: int = 0) -> int:
     """The same, measured: the package's codec encodes a random n x m gradient and
     ``payload_bytes`` counts what it would send (one process, no ranks needed)."""
+    _compression_args(method, n, m, density, rank)
     g = torch.randn(n, m, generator=torch.Generator().manual_seed(seed))
     if method == "dense":
         return g.numel() * g.element_size()
@@ -193,6 +221,11 @@ def dga_step_time(algorithm: str, compute: float, latency: float, delay: int = 0
                   local_steps: int = 1) -> float:
     """Steady-state seconds per step: sync ``C + L``, FedAvg ``C + L/K``, DGA
     ``max(C, (C + L)/(D + 1))``."""
+    one_of("algorithm", algorithm, ("sync", "fedavg", "dga"))
+    positive_number("compute", compute, "seconds of compute per step", zero=True)
+    positive_number("latency", latency, "seconds of network latency", zero=True)
+    positive_int("delay", delay, "DGA's delay D in steps, >= 0", minimum=0)
+    positive_int("local_steps", local_steps, "FedAvg's K, >= 1")
     c, lat = compute, latency
     return {"sync": c + lat, "fedavg": c + lat / local_steps,
             "dga": max(c, (c + lat) / (delay + 1))}[algorithm]
@@ -211,6 +244,10 @@ def modeled_step_time(algorithm: str, compute: float, latency: float, delay: int
 def mfu(num_params: float, tokens: float, step_time: float, gpus: int,
         peak_flops: float) -> float:
     """Model FLOPs utilisation: ``6 N tokens / (step time x GPUs x peak FLOP/s)``."""
+    for name, value in (("num_params", num_params), ("tokens", tokens),
+                        ("step_time", step_time), ("peak_flops", peak_flops)):
+        positive_number(name, value, "a positive number")
+    positive_int("gpus", gpus, "the number of GPUs, e.g. gpus=1024")
     return 6.0 * num_params * tokens / (step_time * gpus * peak_flops)
 
 
@@ -230,12 +267,20 @@ PLANNER_RULES = [  # (rule, why, where the planner encodes it)
 ]
 
 
+def _check_recorded(numel=840, seq=16, heads=4, head_dim=8, world_size=1) -> None:
+    for name, value in (("numel", numel), ("seq", seq), ("heads", heads),
+                        ("head_dim", head_dim)):
+        positive_int(name, value, "a whole number >= 1")
+
+
+@preflight(_check_recorded)
 def recorded_run(numel: int = 840, seq: int = 16, heads: int = 4, head_dim: int = 8) -> dict:
     """Rank function for ``companion.launch``: the recorded traffic of every all-reduce
     the package has, and the collectives logged by Ulysses and ring attention (float32,
     batch 1) and by one TP and one TP+SP block (``compare_with_reference``'s float64
     shapes: b=2, s=8, h=16), so the closed forms above can be held against real ranks.
     Keys: the all-reduce names, "ulysses_attention", "ring_attention", "tp", "tp+sp"."""
+    _check_recorded(numel, seq, heads, head_dim)
     from . import collectives, sequence_parallel, tensor_parallel
     x, out = torch.ones(numel), {}
     for name in costmodel.ALGORITHMS:
@@ -255,6 +300,9 @@ def recorded_run(numel: int = 840, seq: int = 16, heads: int = 4, head_dim: int 
 
 def markdown_table(headers, rows) -> str:
     """A Markdown table (display it with ``IPython.display.Markdown``)."""
+    if not headers or any(len(row) != len(headers) for row in rows):
+        raise ValueError("rows: every row needs one cell per header (and headers must not "
+                         "be empty)")
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
     return "\n".join(lines)

@@ -39,7 +39,8 @@ from companion.__main__ import main as cli
 from companion.collectives import demos, primitives
 from companion.pipeline import torch_reference
 from companion.widgets import _base as wbase
-from companion import learning, units
+from companion import learning, units, cheatsheet as CS
+from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
@@ -153,6 +154,23 @@ CASES = [
     Case("fmt_bytes/str", units.fmt_bytes, ("1 GB",), {}, ValueError, "n="),
     Case("fmt_bytes/digits", units.fmt_bytes, (10,), {"digits": 0}, ValueError, "digits"),
     Case("fmt_seconds/negative", units.fmt_seconds, (-1.0,), {}, ValueError, "t="),
+    # --- the cheat-sheet and notebook 07's index bookkeeping ------------------------------
+    Case("all_reduce_closed_form/algorithm", CS.all_reduce_closed_form, ("bogus", 4), {}, ValueError, "algorithm"),
+    Case("all_reduce_table/world_size", CS.all_reduce_table, (0, 1e6, 1e-5, 1e9), {}, ValueError, "world_size"),
+    Case("zero_closed_form/n", CS.zero_closed_form, (1e9, 0, 1), {}, ValueError, r"\bn\b"),
+    Case("zero_traffic_closed_form/stage", CS.zero_traffic_closed_form, (1e9, 4, 5), {}, ValueError, "stage"),
+    Case("bubble_table/stages", CS.bubble_table, (0, 8), {}, ValueError, "stages"),
+    Case("tp_bytes_per_layer/t", CS.tp_bytes_per_layer, (1, 1, 1, 0), {}, ValueError, r"\bt\b"),
+    Case("activation_closed_form/mode", CS.activation_closed_form, (1, 1, 1, 1, 1, "bogus"), {}, ValueError, "mode"),
+    Case("attention_bytes/method", CS.attention_bytes, ("bogus", 1, 1, 1, 1), {}, ValueError, "method"),
+    Case("compressed_bytes/density", CS.compressed_bytes, ("dgc", 4, 4), {"density": 2.0}, ValueError, "density"),
+    Case("measured_bytes/method", CS.measured_bytes, ("bogus", 4, 4), {}, ValueError, "method"),
+    Case("dga_step_time/algorithm", CS.dga_step_time, ("bogus", 1.0, 1.0), {}, ValueError, "algorithm"),
+    Case("modeled_step_time/algorithm", CS.modeled_step_time, ("bogus", 1.0, 1.0), {}, ValueError, "algorithm"),
+    Case("mfu/gpus", CS.mfu, (1e9, 1e6, 1.0, 0, 1e15), {}, ValueError, "gpus"),
+    Case("recorded_run/numel", companion.launch, (CS.recorded_run,), {"numel": 0}, ValueError, "numel"),
+    Case("markdown_table/rows", CS.markdown_table, (["a", "b"], [[1]]), {}, ValueError, "rows"),
+    Case("index_block_bytes/index_bits", ZA.index_block_bytes, ([(10, 10)],), {"index_bits": 0}, ValueError, "index_bits"),
     Case("experiment/name-not-str", experiments.experiment, (3,), {}, TypeError, "name"),
     Case("experiment/summarize-not-callable", experiments.experiment, ("x",), {"summarize": "table"}, TypeError, "summarize"),
     Case("experiments.get/unknown", experiments.get, ("no_such_experiment",), {}, ValueError, "no_such_experiment"),
@@ -514,7 +532,8 @@ _reason("a tensor operation inside a rank: it takes tensors and a process group,
         "hybrid_attention", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
         "exchange", "finish", "all_reduce_mean", "all_gather_payloads", "shard_like",
         "allreduce_sequence_parallel_grads", "group_rank_size", "pack_chunks", "unpack_chunks",
-        "dispatch", "orthonormalize", "encode_topk", "decode_topk", "momentum_correction")
+        "dispatch", "orthonormalize", "encode_topk", "decode_topk", "momentum_correction",
+        "clip_locally", "dgc_accumulate")
 _reason("wraps a module or model the caller built, whose own constructor checked its sizes",
         "ParallelAttention", "ParallelBlock", "ExpertParallelMoE", "TransformerStage",
         "parallelize_dp_tp", "count_parameters", "held_bytes", "optimizer_state_tensors",

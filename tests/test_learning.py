@@ -237,3 +237,8 @@ def test_card_names_and_short_names():
     ex = Exercise(id="99.1f1b", title="t", level="core", task="", student_name="f",
                   hints=("a", "b"))
     assert ex.short == "ex_1f1b" and ex.short.isidentifier()
+
+
+def test_dict_key_order_is_not_a_difference():
+    assert feedback.difference({"b": 1, "a": [{"y": 2, "x": 1}]},
+                               {"a": [{"x": 1, "y": 2}], "b": 1}) is None

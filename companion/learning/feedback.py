@@ -103,10 +103,21 @@ def _tensor_difference(g, e, rtol, atol) -> str | None:
     return f"differs at {listed}{more}"
 
 
+def _align(got, expected):
+    """``got`` with its dicts' keys in ``expected``'s order: key order is not an error."""
+    if isinstance(got, dict) and isinstance(expected, dict) and set(got) == set(expected):
+        return {k: _align(got[k], expected[k]) for k in expected}
+    if isinstance(got, (list, tuple)) and isinstance(expected, (list, tuple)) \
+            and type(got) is type(expected) and len(got) == len(expected):
+        return type(got)(_align(g, e) for g, e in zip(got, expected))
+    return got
+
+
 def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | None:
     """None when ``got`` matches ``expected``, else which leaf differs and how."""
     for name, value in (("rtol", rtol), ("atol", atol)):
         positive_number(name, value, f"pass {name}=0.0 for exact equality", zero=True)
+    got = _align(got, expected)
     exp_leaves, exp_spec = tree_flatten_with_path(expected)
     got_leaves, got_spec = tree_flatten_with_path(got)
     if got_spec != exp_spec:

@@ -20,17 +20,9 @@ import torch.distributed as dist
 
 from .exercise import Exercise, register
 from .patterns import all_of, counts, only
-from .watch import COMM_FUNCTIONS
 
-# torch 2.13 renamed all_gather_into_tensor / reduce_scatter_tensor to *_single (the old
-# names now warn and call the new ones). The watcher records the old names only; until it
-# records the new ones too (reported on issue #15), these exercises add them. setdefault:
-# a no-op once watch.py lists them. Nested calls are not counted twice by the watcher.
-for _name, _payload in (("all_gather_single", "input_tensor"),
-                        ("reduce_scatter_single", "input")):
-    if hasattr(dist, _name):
-        COMM_FUNCTIONS.setdefault(_name, _payload)
-
+# torch 2.13's all_gather_into_tensor / reduce_scatter_tensor call the *_single entry
+# points; the watcher records whichever the student called (the outermost call).
 REDUCE_SCATTER = ("reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single")
 ALL_GATHER = ("all_gather", "all_gather_into_tensor", "all_gather_single")
 PARTS = ("params", "grads", "optimizer")
