@@ -220,3 +220,35 @@ def test_explorer_widget_redraws_and_measures():
     w.latency.value = 5
     w.measure.click()  # real ranks, small latency: a second or two
     assert w.measured_text.startswith("measured: sync SGD")
+
+
+def _on_torch_async(algorithm, kw):
+    from companion.learning import nb08
+    import torch.distributed as dist
+    w = torch.zeros(8)
+    dga.run_worker(dga.quadratic_grad_fn(dist.get_rank()), w, nb08.TorchLink(),
+                   algorithm=algorithm, steps=12, lr=0.1, **kw)
+    return w
+
+
+@pytest.mark.parametrize("algorithm,kw", [("sync", {}), ("dga", {"delay": 2}),
+                                          ("fedavg", {"local_steps": 3})])
+def test_run_worker_on_torchs_nonblocking_all_reduce_equals_the_simulation(algorithm, kw):
+    # Notebook 08's exercises are checked against run_worker on torch's own
+    # all_reduce(async_op=True) (no emulated link): the same numbers, bit for bit.
+    ranks = launch(_on_torch_async, algorithm, kw, world_size=2)
+    ref = dga.simulate([dga.quadratic_grad_fn(r) for r in range(2)], torch.zeros(8),
+                       algorithm=algorithm, steps=12, lr=0.1, **kw)
+    for r, w in enumerate(ranks):
+        assert torch.equal(w, ref[r]), f"rank {r}"
+
+
+def test_the_schedule_the_exercises_check_is_described_in_one_line():
+    from companion.learning.nb08 import describe_schedule
+    # DGA, D = 3: every all-reduce waited for 3 steps later; the last 3 are not judged.
+    assert describe_schedule(list(range(6)), [3, 3, 3, None, None, None], tail=3) == \
+        "all-reduces in steps 0-5; each waited for 3 steps later"
+    assert describe_schedule([3, 7, 11], [0, 0, 0]) == \
+        "all-reduces in steps 3, 7, 11; each waited for at once"
+    assert describe_schedule([0, 1, 2], [0, None, 2]) == \
+        "all-reduces in steps 0-2; waited for: at once, never, 2 steps later"

@@ -39,7 +39,7 @@ def draw_recorded(ax, ranks: list[dict], until: float | None = None, title: str 
                      for s in res["steps"] if min(s[key][1], until) > s[key][0]]
             ax.broken_barh(spans, (y - 0.225, 0.45), color=color)
         msgs = res["messages"]
-        slots = max(1, _max_in_flight(msgs))
+        slots = max(1, max_in_flight(msgs))
         segments, dots = [], []
         for k, m in enumerate(msgs):
             a, b = m["submitted_at"], min(m["ready_at"], until)
@@ -61,7 +61,9 @@ def draw_recorded(ax, ranks: list[dict], until: float | None = None, title: str 
         ax.set_title(title)
 
 
-def _max_in_flight(msgs) -> int:
+def max_in_flight(msgs) -> int:
+    """The most messages in flight at once (submitted, not yet delivered) in one rank's
+    recorded ``messages``."""
     events = sorted([(m["submitted_at"], 1) for m in msgs] + [(m["ready_at"], -1) for m in msgs])
     depth = best = 0
     for _, change in events:
