@@ -181,8 +181,8 @@ F_AND_G = register(Exercise(
            "receives the gradient through this rank's columns only. Both need the sum over "
            "ranks; in the other direction each is the identity.",
            "An autograd Function's forward must not change its input in place: all-reduce "
-           "a copy (`x.clone()`). backward returns one value per forward input: "
-           "`(grad for x, None)` for the group.",
+           "a copy (`x.clone()`). Keep the group on `ctx` for backward, which returns one "
+           "value per forward input: `(gradient for x, None)`.",
            "`dist.all_reduce(t, group=group)` sums t in place over the ranks."),
     inputs=_mlp_inputs, expected=fg_expected, adapter=fg_adapter,
     forbidden={**{_REGIONS + n: "it is the package's own f or g" for n in (
