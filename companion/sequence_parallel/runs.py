@@ -59,8 +59,10 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
     shard vs full attention on the whole sequence, forward and backward.
 
     Returns the largest differences of the output and of dq, dk, dv (this rank's
-    shard), the collectives issued per phase, the ring trace, and for Ulysses the
-    token positions and heads this rank holds between the two all-to-alls."""
+    shard), the collectives issued per phase, the ring trace, for Ulysses the token
+    positions and heads this rank holds between the two all-to-alls, the full shape
+    ``(batch, heads, seq, head_dim)`` and ``qkv_bytes``, the bytes of one of q, k, v over
+    the whole sequence."""
     rank, size = _rank_size(None)
     _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size, size)
     dt = getattr(torch, dtype)
@@ -101,7 +103,9 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
             "grads": max(_max_diff(m.grad, local(f.grad)) for m, f in zip(mine, full)),
             "forward": log.counts("forward"), "backward": log.counts("backward"),
             "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
-            "trace": trace, "layout": layout}
+            "trace": trace, "layout": layout, "shape": (batch, heads, seq, head_dim),
+            # N of the volume formulas: one of q, k, v over the whole sequence, in bytes
+            "qkv_bytes": q.numel() * q.element_size()}
 
 
 def _check_sweep(seqs, methods, heads, head_dim, batch, world_size=1) -> None:
@@ -118,11 +122,17 @@ def _check_probe(fn, batch, heads, seq, head_dim, world_size=1) -> None:
 @preflight(_check_sweep)
 def volume_sweep(seqs=(16, 32, 64, 128), methods=("ulysses", "ring"), heads: int = 4,
                  head_dim: int = 8, batch: int = 1) -> dict:
-    """Rank function: forward wire bytes this rank sent, per (method, seq) (notebook 06)."""
+    """Rank function: forward wire bytes this rank sent, per (method, seq) (notebook 06),
+    and under ("qkv", seq) the bytes of one of q, k, v over the whole sequence (the N
+    of the volume formulas)."""
     _check_sweep(seqs, methods, heads, head_dim, batch, _rank_size(None)[1])
-    return {(m, s): compare_attention(method=m, seq=s, heads=heads, head_dim=head_dim,
-                                      batch=batch, dtype="float32")["forward_bytes"]
-            for m in methods for s in seqs}
+    out = {}
+    for s in seqs:
+        for m in methods:
+            r = compare_attention(method=m, seq=s, heads=heads, head_dim=head_dim,
+                                  batch=batch, dtype="float32")
+            out[(m, s)], out[("qkv", s)] = r["forward_bytes"], r["qkv_bytes"]
+    return out
 
 
 @preflight(_check_probe)

@@ -92,7 +92,8 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
     of the full single-process module, from the same weights and inputs.
 
     Returns the largest differences (outputs, input gradient, weight gradients,
-    post-step weights) and the collectives issued, per phase.
+    post-step weights), the collectives issued per phase, and ``activation_bytes``, the
+    size of one full ``[batch, seq, d_model]`` activation (what one all-reduce carries).
     """
     _check_compare(kind, sequence_parallel, mistake, batch, seq, d_model, n_heads, d_ff, dtype)
     dt = getattr(torch, dtype)
@@ -128,7 +129,9 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
             "w_grad": grad_diff, "param": param_diff,
             "forward": log.counts("forward"), "backward": log.counts("backward"),
             "forward_bytes": log.bytes("forward"), "backward_bytes": log.bytes("backward"),
-            "sp_param_grads": sp_log.counts()}
+            "sp_param_grads": sp_log.counts(),
+            # one full [batch, seq, d_model] activation: the size of each TP all-reduce
+            "activation_bytes": x.numel() * x.element_size()}
 
 
 def _check_dtensor(d_model, d_ff, batch, seq, sequence_parallel, world_size=1) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from ..plotting import rank_colors
+from ..units import GB
 from ._base import frame_player, guarded, showing
 from ..validation import divides, positive_int
 
@@ -48,13 +49,16 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
     if sequence_parallel:
         _box(ax, 0.0, mid, "LayerNorm\non X[s/t]\n(per rank)", "#EEEEEE", h=1.2)
         x_in = 0.9
-    # Korthikanti et al. call the SP pair g (all-gather) and g-bar (reduce-scatter).
-    f_text = ("g\nfwd: all-gather\nbwd: reduce-scatter" if sequence_parallel
-              else "f\nfwd: identity\nbwd: all-reduce")
-    g_text = ("$\\bar{g}$\nfwd: reduce-scatter\nbwd: all-gather" if sequence_parallel
-              else "g\nfwd: all-reduce\nbwd: identity")
-    _box(ax, 2.0, mid, f_text, "#FFE9B0", w=1.9, h=1.3, fontsize=9.5)
-    _box(ax, 10.0, mid, g_text, "#FFE9B0", w=2.1, h=1.3, fontsize=9.5)
+    # Korthikanti et al. (Megatron-SP) reuse the letters: their g is the all-gather that
+    # takes the place of Megatron-LM's f, their g-bar the reduce-scatter in place of g.
+    # The boxes say so, so that "g" never silently means two different operators.
+    f_text = ("g (Megatron-SP)\nin place of f\nfwd: all-gather\nbwd: reduce-scatter"
+              if sequence_parallel else "f\nfwd: identity\nbwd: all-reduce")
+    g_text = ("$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather"
+              if sequence_parallel else "g\nfwd: all-reduce\nbwd: identity")
+    tall, size = (1.7, 8.5) if sequence_parallel else (1.3, 9.5)
+    _box(ax, 2.0, mid, f_text, "#FFE9B0", w=1.9, h=tall, fontsize=size)
+    _box(ax, 10.0, mid, g_text, "#FFE9B0", w=2.1, h=tall, fontsize=size)
     if sequence_parallel:
         _arrow(ax, 0.75, mid, 1.05, mid)
     for r, y in enumerate(lanes):
@@ -221,8 +225,8 @@ def grid_player(frames: list[dict], n_ranks: int, figsize=(8, 4)):
 
 def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int = 1):
     """Sliders for sequence length and TP size; bars of one layer's activation memory
-    (GiB, Korthikanti et al.'s formulas in ``companion.memory``). ``.values`` holds the
-    numbers drawn."""
+    (decimal GB, the course's unit convention in ``companion.units``; Korthikanti et al.'s
+    formulas in ``companion.memory``). ``.values`` holds the numbers drawn, in bytes."""
     for name, value in (("hidden", hidden), ("heads", heads), ("batch", batch)):
         positive_int(name, value, f"pass a whole number such as {name}=8.")
     divides("hidden", hidden, heads, "heads", "pick a head count that divides hidden.")
@@ -243,8 +247,8 @@ def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int =
         box.values = values
         with showing(out):
             fig, ax = plt.subplots(figsize=(8, 4))
-            ax.bar(list(values), [v / 2**30 for v in values.values()], color=rank_colors(4))
-            ax.set_ylabel("activation memory per layer (GiB)")
+            ax.bar(list(values), [v / GB for v in values.values()], color=rank_colors(4))
+            ax.set_ylabel("activation memory per layer (GB)")
             ax.set_title(f"one layer, h={hidden}, a={heads}, b={batch}, s={seq.value}, t={tp.value}")
             plt.show()
             plt.close(fig)
