@@ -39,10 +39,16 @@ from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["fit_alpha_beta", "fit_from_collectives", "coefficients", "predict_time",
            "crossover_bytes", "rd_rhd_crossover_bytes", "measured_crossover",
-           "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
+           "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS",
+           "MPICH_ALLREDUCE_SHORT_MSG_SIZE"]
 
 ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_doubling",
               "recursive_halving_doubling", "reduce_scatter+all_gather")
+
+# MPICH's default MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE (bytes): its all-reduce runs
+# recursive doubling for messages up to this size and Rabenseifner's reduce-scatter +
+# all-gather above it (a fact of MPICH's source, not derived here; notebooks 01 and 02).
+MPICH_ALLREDUCE_SHORT_MSG_SIZE = 2048
 
 
 def fit_alpha_beta(nbytes, seconds) -> tuple[float, float]:
