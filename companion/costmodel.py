@@ -99,12 +99,20 @@ def fit_from_collectives(seconds: dict, world_size: int) -> tuple[float, float]:
     return max(float(alpha), 0.0), float(1.0 / slope)
 
 
-def measured_crossover(sizes, first_seconds, second_seconds) -> float | None:
+def measured_crossover(sizes, first_seconds, second_seconds,
+                       stays: bool = False) -> float | None:
     """Smallest size where ``second`` becomes faster than ``first`` (interpolated on log
-    axes between the two measured sizes around the switch); None if it never does."""
+    axes between the two measured sizes around the switch); None if it never does.
+
+    ``stays=True``: the switch after which ``second`` is faster at every larger measured
+    size, so that one noisy point among the small sizes (timings on shared cores) does
+    not count as the crossover."""
     sizes = np.asarray(sizes, dtype=float)
     ratio = np.log(np.asarray(second_seconds, dtype=float) / np.asarray(first_seconds, dtype=float))
-    for i in range(1, len(sizes)):
+    order = range(len(sizes) - 1, 0, -1) if stays else range(1, len(sizes))
+    if stays and (len(ratio) == 0 or ratio[-1] > 0):
+        return None
+    for i in order:
         if ratio[i - 1] > 0 >= ratio[i]:
             x0, x1 = np.log(sizes[i - 1]), np.log(sizes[i])
             return float(np.exp(x0 + (x1 - x0) * ratio[i - 1] / (ratio[i - 1] - ratio[i])))

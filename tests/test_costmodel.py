@@ -113,3 +113,9 @@ def test_measured_crossover_interpolates_on_log_axes():
     x = M.measured_crossover(sizes, [1.0, 1.0, 1.0], [4.0, 0.25, 0.1])
     assert x == pytest.approx(10 ** 3.5)
     assert M.measured_crossover(sizes, [1.0, 1.0, 1.0], [0.5, 0.5, 0.5]) is None
+    # a noisy dip at the smallest size: the first switch is there, the lasting one later
+    sizes = [1e3, 1e4, 1e5, 1e6]
+    first, second = [1.0] * 4, [2.0, 0.5, 4.0, 0.25]
+    assert M.measured_crossover(sizes, first, second) == pytest.approx(10 ** 3.5)
+    assert M.measured_crossover(sizes, first, second, stays=True) == pytest.approx(10 ** 5.5)
+    assert M.measured_crossover(sizes, first, [0.5, 0.5, 0.5, 2.0], stays=True) is None
