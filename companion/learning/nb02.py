@@ -239,7 +239,7 @@ PICK = register(Exercise(
          "\"recursive_doubling\" or \"recursive_halving_doubling\" (on a tie, recursive "
          "doubling). Write the two formulas yourself: the package's cost model is not "
          "allowed. The checker calls it on 4 ranks with alpha = 2 µs, beta = 10 GB/s, once "
-         "with a 4 kB tensor and once with a 1 MB one, and checks the names, the sums and "
+         "with a 4.1 kB tensor and once with a 1.05 MB one, and checks the names, the sums and "
          "that the messages sent are those of the algorithm you named.",
     hints=("Each algorithm costs T(n) = a·alpha + b·n/beta: a counts the rounds, b the "
            "tensors that leave a rank. Read a and b off section 3's table for both.",
