@@ -9,9 +9,20 @@ send one message and receive one message at a time, so a round in which the busi
 rank handles k messages of n bytes in one direction costs ``k * alpha + k * n / beta``
 (Hockney's model with a single port). Summed over rounds, every all-reduce is
 ``T(n) = a * alpha + b * n / beta`` for a tensor of n bytes, with (a, b) from
-:func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for ring, tree and
-recursive halving/doubling). Computation (the additions) is left out; on a CPU it is
-not free, and notebook 02 shows where that shows.
+:func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for ring, tree, recursive
+doubling and recursive halving/doubling). Computation (the additions) is left out; on
+a CPU it is not free, and notebook 02 shows where that shows.
+
+Recursive doubling against Rabenseifner's recursive halving/doubling (N = 2^k), the
+switch MPICH makes by message size::
+
+    T_rd(n)  =   log2 N * alpha +  log2 N       * n / beta
+    T_rhd(n) = 2 log2 N * alpha + 2 (N-1)/N     * n / beta
+    n*       =   log2 N * alpha * beta / (log2 N - 2 (N-1)/N)
+
+Below n* recursive doubling wins (half the rounds), above it Rabenseifner's (fewer
+bytes); at N = 2 both send one tensor and recursive doubling always wins
+(:func:`rd_rhd_crossover_bytes`). At N = 4, n* = 4 alpha beta.
 """
 from __future__ import annotations
 
@@ -27,10 +38,17 @@ from .experiments import experiment
 from .validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["fit_alpha_beta", "fit_from_collectives", "coefficients", "predict_time",
-           "crossover_bytes", "measured_crossover", "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS"]
+           "crossover_bytes", "rd_rhd_crossover_bytes", "measured_crossover",
+           "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS",
+           "MPICH_ALLREDUCE_SHORT_MSG_SIZE"]
 
-ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_halving_doubling",
-              "reduce_scatter+all_gather")
+ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_doubling",
+              "recursive_halving_doubling", "reduce_scatter+all_gather")
+
+# MPICH's default MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE (bytes): its all-reduce runs
+# recursive doubling for messages up to this size and Rabenseifner's reduce-scatter +
+# all-gather above it (a fact of MPICH's source, not derived here; notebooks 01 and 02).
+MPICH_ALLREDUCE_SHORT_MSG_SIZE = 2048
 
 
 def fit_alpha_beta(nbytes, seconds) -> tuple[float, float]:
@@ -81,12 +99,20 @@ def fit_from_collectives(seconds: dict, world_size: int) -> tuple[float, float]:
     return max(float(alpha), 0.0), float(1.0 / slope)
 
 
-def measured_crossover(sizes, first_seconds, second_seconds) -> float | None:
+def measured_crossover(sizes, first_seconds, second_seconds,
+                       stays: bool = False) -> float | None:
     """Smallest size where ``second`` becomes faster than ``first`` (interpolated on log
-    axes between the two measured sizes around the switch); None if it never does."""
+    axes between the two measured sizes around the switch); None if it never does.
+
+    ``stays=True``: the switch after which ``second`` is faster at every larger measured
+    size, so that one noisy point among the small sizes (timings on shared cores) does
+    not count as the crossover."""
     sizes = np.asarray(sizes, dtype=float)
     ratio = np.log(np.asarray(second_seconds, dtype=float) / np.asarray(first_seconds, dtype=float))
-    for i in range(1, len(sizes)):
+    order = range(len(sizes) - 1, 0, -1) if stays else range(1, len(sizes))
+    if stays and (len(ratio) == 0 or ratio[-1] > 0):
+        return None
+    for i in order:
         if ratio[i - 1] > 0 >= ratio[i]:
             x0, x1 = np.log(sizes[i - 1]), np.log(sizes[i])
             return float(np.exp(x0 + (x1 - x0) * ratio[i - 1] / (ratio[i - 1] - ratio[i])))
@@ -111,8 +137,11 @@ def coefficients(algorithm: str, world_size: int) -> tuple[float, float]:
         return 2.0 * log2, 2.0 * log2
     if algorithm in ("ring", "reduce_scatter+all_gather"):
         return 2.0 * (n - 1), 2.0 * (n - 1) / n
-    p = 1 << (n.bit_length() - 1)  # recursive halving/doubling on the largest power of two
-    a, b = 2.0 * math.log2(p), 2.0 * (p - 1) / p
+    p = 1 << (n.bit_length() - 1)  # both recursive algorithms run on the largest power of two
+    if algorithm == "recursive_doubling":  # log2 p rounds, a whole tensor each
+        a, b = math.log2(p), math.log2(p)
+    else:  # recursive halving/doubling: 2 log2 p rounds, (p-1)/p of the tensor per phase
+        a, b = 2.0 * math.log2(p), 2.0 * (p - 1) / p
     if p != n:  # fold the extra ranks in and out: one whole tensor each way
         a, b = a + 2.0, b + 2.0
     return a, b
@@ -137,6 +166,20 @@ def crossover_bytes(first: str, second: str, world_size: int, alpha: float,
         return None
     n = (a2 - a1) * alpha * beta / (b1 - b2)
     return n if n > 0 else None
+
+
+def rd_rhd_crossover_bytes(world_size: int, alpha: float, beta: float) -> float | None:
+    """The size n* above which Rabenseifner's recursive halving/doubling beats recursive
+    doubling: ``log2 p * alpha * beta / (log2 p - 2 (p-1)/p)`` with p = 2^floor(log2 N)
+    (the folding of extra ranks costs both the same). None for N < 4 (p <= 2), where
+    both send the same bytes and recursive doubling is never slower. MPICH makes this switch at a fixed 2048 bytes
+    (``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE``); the model says where it belongs on a
+    machine with this alpha and beta."""
+    positive_int("world_size", world_size, "pass the number of ranks, e.g. 4.")
+    positive_number("alpha", alpha, "pass the per-message latency in seconds.", zero=True)
+    positive_number("beta", beta, "pass the bandwidth in bytes/s, e.g. 1e9.")
+    return crossover_bytes("recursive_doubling", "recursive_halving_doubling", world_size,
+                           alpha, beta)
 
 
 def predict_from_traffic(traffics, alpha: float, beta: float) -> float:

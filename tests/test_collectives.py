@@ -163,8 +163,32 @@ def test_textbook_traffic(runs, n):
         assert [x.steps for x in rhd] == [2 if r < 2 * rest and r % 2 == 0 else
                                           2 * (p.bit_length() - 1) + (2 if r < 2 * rest else 0)
                                           for r in range(n)]
+    rd = [x["recursive_doubling"] for x in t]
+    p = 1 << (n.bit_length() - 1)
+    rest, k = n - p, p.bit_length() - 1
+    for r, x in enumerate(rd):  # whole tensors, one message per round
+        if r < 2 * rest and r % 2 == 0:  # folded in: one send, then one receive
+            assert (x.steps, x.messages) == (2, 1), (n, r)
+        elif r < 2 * rest:  # receives the fold, k pairwise rounds, hands the result back
+            assert (x.steps, x.messages) == (k + 2, k + 1), (n, r)
+        else:
+            assert x.steps == x.messages == k, (n, r)
+        assert all(m.bytes == nbytes for m in x.log)
+    if n & (n - 1) == 0:  # log2 N rounds against Rabenseifner's 2 log2 N, more bytes
+        assert all(x.bytes_sent == k * nbytes for x in rd)
+        assert all(y.steps == 2 * x.steps for x, y in zip(rd, rhd))
     for x in [x["all_to_all"] for x in t]:  # shapes first, then data: N-1 rounds each
         assert x.steps == 2 * (n - 1) and x.messages == 2 * (n - 1)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_recursive_doubling_pairs_at_distance_1_2_4(runs, n):
+    """Round k: rank r swaps its whole vector with r XOR 2^k (the lecture's distances)."""
+    for r, (_, traffic) in enumerate(runs[n]):
+        log = traffic["recursive_doubling"].log
+        for op in ("send", "recv"):
+            assert [(m.step, m.peer) for m in log if m.op == op] == [
+                (k, r ^ (1 << k)) for k in range((n - 1).bit_length())]
 
 
 @pytest.mark.parametrize("n", [3, 4, 8])

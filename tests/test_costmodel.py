@@ -48,6 +48,30 @@ def test_textbook_formulas():
         M.coefficients("ring", 0)
 
 
+def test_recursive_doubling_against_rabenseifner():
+    """log N rounds of whole vectors against 2 log N rounds of 2(N-1)/N: they cross at
+    n* = log N alpha beta / (log N - 2(N-1)/N), MPICH's reason to switch by size."""
+    a, b = 1e-5, 1e9
+    assert M.coefficients("recursive_doubling", 8) == (3.0, 3.0)
+    assert M.coefficients("recursive_doubling", 5) == (4.0, 4.0)  # 2 rounds + fold in/out
+    for n in (4, 5, 8, 16, 64):
+        p = 1 << (n.bit_length() - 1)
+        log = math.log2(p)
+        x = M.rd_rhd_crossover_bytes(n, a, b)
+        assert x == pytest.approx(log * a * b / (log - 2 * (p - 1) / p))
+        assert x == pytest.approx(M.crossover_bytes("recursive_doubling",
+                                                    "recursive_halving_doubling", n, a, b))
+        t = lambda name, size: M.predict_time(name, size, n, a, b)  # noqa: E731
+        assert t("recursive_doubling", x) == pytest.approx(t("recursive_halving_doubling", x))
+        assert t("recursive_doubling", x / 2) < t("recursive_halving_doubling", x / 2)
+        assert t("recursive_doubling", 2 * x) > t("recursive_halving_doubling", 2 * x)
+    assert M.rd_rhd_crossover_bytes(4, a, b) == pytest.approx(4 * a * b)
+    # N = 2 (and 3, folded onto 2): the same bytes in fewer rounds, never slower
+    assert M.rd_rhd_crossover_bytes(2, a, b) is None and M.rd_rhd_crossover_bytes(3, a, b) is None
+    with pytest.raises(ValueError, match="world_size"):
+        M.rd_rhd_crossover_bytes(0, a, b)
+
+
 def _record(numel):
     x = torch.ones(numel)
     out = {}
@@ -89,3 +113,9 @@ def test_measured_crossover_interpolates_on_log_axes():
     x = M.measured_crossover(sizes, [1.0, 1.0, 1.0], [4.0, 0.25, 0.1])
     assert x == pytest.approx(10 ** 3.5)
     assert M.measured_crossover(sizes, [1.0, 1.0, 1.0], [0.5, 0.5, 0.5]) is None
+    # a noisy dip at the smallest size: the first switch is there, the lasting one later
+    sizes = [1e3, 1e4, 1e5, 1e6]
+    first, second = [1.0] * 4, [2.0, 0.5, 4.0, 0.25]
+    assert M.measured_crossover(sizes, first, second) == pytest.approx(10 ** 3.5)
+    assert M.measured_crossover(sizes, first, second, stays=True) == pytest.approx(10 ** 5.5)
+    assert M.measured_crossover(sizes, first, [0.5, 0.5, 0.5, 2.0], stays=True) is None

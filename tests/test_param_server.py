@@ -40,7 +40,7 @@ def test_parameter_server_equals_single_process(reference, data):
     assert worker["bytes_received"] == STEPS * numel * 4
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "recursive_halving_doubling"])
+@pytest.mark.parametrize("algorithm", ["ring", "recursive_doubling", "recursive_halving_doubling"])
 def test_all_reduce_training_equals_single_process(reference, data, algorithm):
     res = companion.launch(P.all_reduce_train, steps=STEPS, algorithm=algorithm, data=data,
                            world_size=4)

@@ -10,7 +10,7 @@ Taught in notebooks 01 (``01_collectives.ipynb``) and 02
     t.bytes_sent, t.steps, t.log
 """
 from .all_reduce import (ALL_REDUCE_ALGORITHMS, naive_all_reduce, parameter_server_all_reduce,
-                         recursive_halving_doubling_all_reduce,
+                         recursive_doubling_all_reduce, recursive_halving_doubling_all_reduce,
                          reduce_scatter_all_gather_all_reduce, ring_all_reduce, tree_all_reduce)
 from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
                          scatter)
@@ -21,7 +21,8 @@ from .traffic import Message, Traffic, chunk_offsets, chunk_sizes, traffic
 __all__ = [
     "broadcast", "reduce", "scatter", "gather", "all_gather", "reduce_scatter", "all_to_all",
     "parameter_server_all_reduce", "naive_all_reduce", "tree_all_reduce", "ring_all_reduce",
-    "recursive_halving_doubling_all_reduce", "reduce_scatter_all_gather_all_reduce",
+    "recursive_doubling_all_reduce", "recursive_halving_doubling_all_reduce",
+    "reduce_scatter_all_gather_all_reduce",
     "ALL_REDUCE_ALGORITHMS", "traffic", "Traffic", "Message", "replay", "chunk_sizes",
     "chunk_offsets",
 ]

@@ -1,4 +1,4 @@
-"""Six ways to all-reduce, from the parameter server to Rabenseifner's algorithm.
+"""Seven ways to all-reduce, from the parameter server to Rabenseifner's algorithm.
 
 Taught in notebook 01 (the algorithms, message by message) and notebook 02 (their
 bandwidth and latency as N grows). L19 pages 50-66; CS336 L8's identity
@@ -17,8 +17,15 @@ parameter server            2                           (N-1) n   (the server)
 naive                       1                           (N-1) n   (every rank)
 binary tree                 2 ceil(log2 N)              ceil(log2 N) n   (the root)
 ring                        2 (N-1)                     2 (N-1)/N n   (every rank)
+recursive doubling          log2 N (+2 if N != 2^k)     log2 N n      (+n if N != 2^k)
 recursive halving/doubling  2 log2 N (+2 if N != 2^k)   2 (N-1)/N n   (+n if N != 2^k)
 ==========================  ==========================  ================================
+
+Recursive doubling (MPICH's short-message all-reduce) and recursive halving/doubling
+(Rabenseifner's, MPICH's long-message one) pair the same ranks, ``r XOR 2^k``; the first
+swaps whole vectors in log2 N rounds (latency-optimal), the second halves of halves in
+2 log2 N rounds (bandwidth-optimal). Thakur, Rabenseifner & Gropp, "Optimization of
+Collective Communication Operations in MPICH", IJHPCA 19(1), 2005.
 """
 from __future__ import annotations
 
@@ -30,7 +37,8 @@ from .primitives import (broadcast, check_op, finish, reduce, reduce_scatter, al
 from .traffic import chunk_offsets, chunk_sizes, exchange, note_initial
 
 __all__ = ["parameter_server_all_reduce", "naive_all_reduce", "tree_all_reduce",
-           "ring_all_reduce", "recursive_halving_doubling_all_reduce",
+           "ring_all_reduce", "recursive_doubling_all_reduce",
+           "recursive_halving_doubling_all_reduce",
            "reduce_scatter_all_gather_all_reduce", "ALL_REDUCE_ALGORITHMS"]
 
 
@@ -106,6 +114,78 @@ def reduce_scatter_all_gather_all_reduce(tensor: torch.Tensor, op: str = "sum") 
     return finish(torch.cat([p.reshape(-1) for p in pieces]), op, n, tensor.shape)
 
 
+def _fold_in(buf, n, r, name):
+    """MPICH's fix for N not a power of two, before the pairwise rounds.
+
+    With p = 2^floor(log2 N) and rest = N - p, the first 2*rest ranks pair up; each even
+    one sends its whole tensor to its odd neighbour and sits out. Returns the (possibly
+    new) buffer, this rank's virtual rank among the p participants (None for a rank
+    that sits out), p, rest, and ``real``, which maps a virtual rank back to its rank.
+    One round (every rank calls :func:`exchange`, idle ones with nothing).
+    """
+    p = 1 << (n.bit_length() - 1)
+    rest = n - p
+    if rest:
+        if r < 2 * rest and r % 2 == 0:
+            exchange([(r + 1, buf, 0, "reduce")], [], name)
+        elif r < 2 * rest:
+            incoming = torch.empty_like(buf)
+            exchange([], [(r - 1, incoming, 0, "reduce")], name)
+            buf = incoming + buf  # lower rank first, as in every other sum here
+        else:
+            exchange([], [], name)
+    if r < 2 * rest:
+        vr = r // 2 if r % 2 else None
+    else:
+        vr = r - rest
+    real = lambda v: 2 * v + 1 if v < rest else v + rest  # noqa: E731
+    return buf, vr, p, rest, real
+
+
+def _fold_out(buf, r, rest, name) -> None:
+    """Hand the result back to the ranks that sat out (one round, if N != 2^k)."""
+    if rest:
+        if r < 2 * rest and r % 2 == 0:
+            exchange([], [(r + 1, buf, 0, "copy")], name)
+        elif r < 2 * rest:
+            exchange([(r - 1, buf, 0, "copy")], [], name)
+        else:
+            exchange([], [], name)
+
+
+def recursive_doubling_all_reduce(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+    """MPICH's recursive doubling: whole vectors, log2 N rounds, partner ``r XOR 2^k``.
+
+    With N = 2^k: in round k rank r swaps its *whole* current sum with rank ``r XOR 2^k``
+    (distance 1, then 2, then 4, ...) and adds the partner's. After round k each rank
+    holds the sum over a block of 2^(k+1) ranks, so log2 N rounds leave the total
+    everywhere. Latency-optimal (the fewest rounds an all-reduce can take), but every
+    round moves the whole tensor: log2 N tensors out of each rank, against 2(N-1)/N for
+    Rabenseifner's :func:`recursive_halving_doubling_all_reduce` over the same pairs.
+    This is the algorithm of L19 p.58-66 (exchanges at distance 1, 2, 4; log N steps),
+    and MPICH's choice for short messages.
+
+    Every rank ends with the same bits: floating-point addition is commutative, and both
+    ranks of a pair add the same two partial sums, so the association tree is one fixed
+    butterfly. N not a power of two: the extra ranks are folded in and out as in
+    :func:`recursive_halving_doubling_all_reduce` (two more rounds, one more tensor).
+    """
+    buf, n, r = _start(tensor, op, "recursive_doubling")
+    name = "recursive_doubling"
+    buf, vr, p, rest, real = _fold_in(buf, n, r, name)
+    incoming = torch.empty_like(buf)
+    for k in range(p.bit_length() - 1):
+        mask = 1 << k
+        if vr is None:
+            exchange([], [], name)
+            continue
+        partner = real(vr ^ mask)
+        exchange([(partner, buf, 0, "reduce")], [(partner, incoming, 0, "reduce")], name)
+        buf = buf + incoming  # a new tensor: the send above read the old one
+    _fold_out(buf, r, rest, name)
+    return finish(buf, op, n, tensor.shape)
+
+
 def recursive_halving_doubling_all_reduce(tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
     """Rabenseifner's algorithm: reduce-scatter by recursive halving, all-gather by doubling.
 
@@ -121,24 +201,9 @@ def recursive_halving_doubling_all_reduce(tensor: torch.Tensor, op: str = "sum")
     neighbour sends the result back. Two extra rounds, one extra full tensor each way.
     """
     buf, n, r = _start(tensor, op, "rhd")
-    p = 1 << (n.bit_length() - 1)
-    rest = n - p
     name = "recursive_halving_doubling"
-    if rest:  # fold the extra ranks in
-        if r < 2 * rest and r % 2 == 0:
-            exchange([(r + 1, buf, 0, "reduce")], [], name)
-        elif r < 2 * rest:
-            incoming = torch.empty_like(buf)
-            exchange([], [(r - 1, incoming, 0, "reduce")], name)
-            buf = incoming + buf  # lower rank first, as in every other sum here
-        else:
-            exchange([], [], name)
     # Virtual rank among the p participants; even ranks below 2*rest have none.
-    if r < 2 * rest:
-        vr = r // 2 if r % 2 else None
-    else:
-        vr = r - rest
-    real = lambda v: 2 * v + 1 if v < rest else v + rest  # noqa: E731
+    buf, vr, p, rest, real = _fold_in(buf, n, r, name)
     off = chunk_offsets(buf.numel(), p)
     lo, hi = 0, p  # the segment of chunks this rank is responsible for
     incoming = torch.empty_like(buf)
@@ -165,13 +230,7 @@ def recursive_halving_doubling_all_reduce(tensor: torch.Tensor, op: str = "sum")
         exchange([(real(vr ^ mask), buf[off[lo]:off[hi]], off[lo], "copy")],
                  [(real(vr ^ mask), buf[off[plo]:off[plo + size]], off[plo], "copy")], name)
         lo, hi = min(lo, plo), max(hi, plo + size)
-    if rest:  # hand the result back to the ranks that sat out
-        if r < 2 * rest and r % 2 == 0:
-            exchange([], [(r + 1, buf, 0, "copy")], name)
-        elif r < 2 * rest:
-            exchange([(r - 1, buf, 0, "copy")], [], name)
-        else:
-            exchange([], [], name)
+    _fold_out(buf, r, rest, name)
     return finish(buf, op, n, tensor.shape)
 
 
@@ -180,6 +239,7 @@ ALL_REDUCE_ALGORITHMS = {
     "naive": naive_all_reduce,
     "tree": tree_all_reduce,
     "ring": ring_all_reduce,
+    "recursive_doubling": recursive_doubling_all_reduce,
     "recursive_halving_doubling": recursive_halving_doubling_all_reduce,
     "reduce_scatter+all_gather": reduce_scatter_all_gather_all_reduce,
 }

@@ -16,8 +16,7 @@ from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, redu
 from .traffic import traffic
 from ..validation import one_of, positive_int, preflight
 
-__all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep",
-           "exercise_input"]
+__all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep"]
 
 
 def _check_numel(numel) -> None:
@@ -119,8 +118,3 @@ def traffic_sweep(numel: int = 4096) -> dict:
             fn(x)
         out[name] = t.summary()
     return out
-
-
-def exercise_input() -> torch.Tensor:
-    """Notebook 01's exercise tensor: 10 elements, so 4 ranks get chunks of 3, 3, 2, 2."""
-    return torch.arange(10, dtype=torch.float32) * (dist.get_rank() + 1)
