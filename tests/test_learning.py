@@ -233,7 +233,7 @@ def test_card_names_and_short_names():
     from companion.learning.exercise import _short_name
     assert _short_name("torch.distributed.all_reduce") == "dist.all_reduce"
     assert _short_name("companion.compression.sparse.DGC.encode") == "DGC.encode"
-    assert _short_name("companion.collectives.ring_all_reduce") == "ring_all_reduce"
+    assert _short_name("companion.collectives.ring_all_reduce") == "collectives.ring_all_reduce"
     ex = Exercise(id="99.1f1b", title="t", level="core", task="", student_name="f",
                   hints=("a", "b"))
     assert ex.short == "ex_1f1b" and ex.short.isidentifier()

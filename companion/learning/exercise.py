@@ -120,8 +120,11 @@ class Exercise:
 
     # ---- what the student sees -------------------------------------------------------
     def _repr_markdown_(self) -> str:
-        rules = "".join(f"\n- not allowed: `{_short_name(k)}` ({v})"
-                        for k, v in self.forbidden.items())
+        by_reason: dict[str, list[str]] = {}
+        for k, v in self.forbidden.items():   # one line per reason: long lists stay short
+            by_reason.setdefault(v, []).append(f"`{_short_name(k)}`")
+        rules = "".join(f"\n- not allowed: {', '.join(names)} ({reason})"
+                        for reason, names in by_reason.items())
         return (f"**Exercise {self.id} ({self.level}): {self.title}**\n\n{self.task}\n"
                 f"{rules}\n\nStuck? `{self.short}.hint()` shows the next of "
                 f"{len(self.hints)} hints, one at a time.")
@@ -231,12 +234,13 @@ def _warm_up(world_size: int) -> None:
 
 
 def _short_name(dotted: str) -> str:
-    """``torch.distributed.all_reduce`` -> ``dist.all_reduce``; keeps ``Class.method``."""
+    """``torch.distributed.all_reduce`` -> ``dist.all_reduce``; keeps ``Class.method`` and
+    the package module (``collectives.all_gather``), so torch's and ours differ."""
     parts = dotted.split(".")
     if dotted.startswith("torch.distributed.") and len(parts) == 3:
         return "dist." + parts[-1]
-    if len(parts) >= 2 and parts[-2][:1].isupper():
-        return ".".join(parts[-2:])
+    if len(parts) >= 2 and (parts[-2][:1].isupper() or parts[0] == "companion"):
+        return ".".join(parts[-2:])   # DGC.encode, collectives.all_gather
     return parts[-1]
 
 
