@@ -65,7 +65,8 @@ BROADCAST = register(Exercise(
     student_name="my_broadcast",
     task="Rank r holds x = (r+1)·[3, 1, 4]. Write `my_broadcast(x)` so that **every** rank "
          "returns rank 0's x, with one collective, without changing the x it was given "
-         "(DDP starts this way: rank 0's initial weights are copied to every replica).",
+         "(DDP, PyTorch's DistributedDataParallel, starts this way: rank 0's initial weights "
+         "are copied to every replica).",
     hints=("One rank has the data and every rank needs it: that is a broadcast, the "
            "collective whose source is a single rank.",
            "Collectives work in place: the tensor you hand over is overwritten on the "
