@@ -253,6 +253,9 @@ def transformer_spec(tied: bool):
     positions; ``tied`` for DP x TP, untied for pipeline stages)."""
     from .planner import ModelSpec
 
+    if not isinstance(tied, bool):
+        raise TypeError(f"tied must be True (DP x TP: one embedding table for input and "
+                        f"output) or False (pipeline stages), got {tied!r}.")
     cfg = TRANSFORMER
     return ModelSpec("tiny", layers=cfg["n_layers"], hidden=cfg["d_model"], heads=cfg["n_heads"],
                      seq_len=cfg["max_seq_len"], vocab=data.CharCorpus().vocab_size,
@@ -262,6 +265,7 @@ def transformer_spec(tied: bool):
 def miniature_name(tp: int, pp: int, world_size: int = 4) -> str:
     """Which run stands for a configuration on ``world_size`` ranks: its pipeline axis
     if it has one (with DP), else its TP axis (with DP), else DP alone."""
+    _check_miniature(tp, pp, world_size)
     if pp > 1:
         return f"PP2 x DP{world_size // 2}"
     if tp > 1:
@@ -269,6 +273,19 @@ def miniature_name(tp: int, pp: int, world_size: int = 4) -> str:
     return f"DP{world_size}"
 
 
+def _check_miniature(tp, pp, world_size=4, steps=1, batch=8) -> None:
+    positive_int("tp", tp, "pass the configuration's tensor-parallel degree, e.g. tp=4.")
+    positive_int("pp", pp, "pass the configuration's pipeline degree, e.g. pp=1.")
+    _check_reference(steps, batch, 0.5)
+    if world_size < 4 or world_size % 2:
+        raise ValueError(f"a miniature needs an even world_size of at least 4 (two axes of "
+                         f"degree 2), got {world_size}; launch with world_size=4.")
+    if batch % world_size:
+        raise ValueError(f"batch={batch} must split over the {world_size} ranks' data shards "
+                         f"and micro-batches; use a multiple of {world_size}.")
+
+
+@preflight(_check_miniature)
 def run_in_miniature(*, tp: int, pp: int, steps: int = 1, batch: int = 8) -> dict:
     """Run a configuration's axes at degree 2 (see :func:`miniature_name`) with the tiny
     transformer; return the run's name, its largest parameter difference from one
@@ -276,6 +293,7 @@ def run_in_miniature(*, tp: int, pp: int, steps: int = 1, batch: int = 8) -> dic
     from .planner import comm_bytes_per_step
 
     world = runtime.world_size()
+    _check_miniature(tp, pp, world, steps, batch)
     name = miniature_name(tp, pp, world)
     if pp > 1:
         dp = world // 2

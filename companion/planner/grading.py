@@ -72,6 +72,12 @@ def critique(mine: Plan, fastest: Plan, cluster: ClusterSpec,
     """(passed, explanation) for ``mine`` against the fastest feasible plan. The
     explanation of a failure says what is wrong and why; it does not name ``fastest``."""
     positive_number("tolerance", tolerance, "pass a slack such as 0.10 (10 %).", zero=True)
+    for name, value in (("mine", mine), ("fastest", fastest)):
+        if not isinstance(value, Plan):
+            raise TypeError(f"{name} must be a Plan from planner.evaluate or planner.plan, "
+                            f"got {type(value).__name__}.")
+    if not fastest.feasible and mine.feasible:
+        raise ValueError("fastest must be a feasible plan (planner.plan(...)[0][0]).")
     if not mine.feasible:
         text = f"{mine.label()} cannot run: {mine.reason}."
         if mine.reason.startswith("out of memory"):
