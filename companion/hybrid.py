@@ -16,7 +16,10 @@ parallelism: it composes the package's pieces on process sub-groups from torch's
 
 Both return, per rank, the parameters they own next to the same shard of a
 single-process reference trained on the full batch, and the bytes they handed to each
-kind of collective, which notebook 09 compares with the planner's prediction.
+kind of collective, which notebook 09 compares with the planner's prediction
+(:func:`transformer_spec` describes the tiny transformer to the planner).
+:func:`run_in_miniature` runs a planner configuration's axes at degree 2 on 4 ranks
+(notebook 09's exercise ``09.configuration``).
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ from .pipeline import make_schedule
 from .validation import positive_int, positive_number, preflight
 
 __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp", "transformer_reference",
-           "TransformerStage", "TRANSFORMER"]
+           "TransformerStage", "TRANSFORMER", "transformer_spec", "run_in_miniature",
+           "miniature_name"]
 
 TRANSFORMER = dict(d_model=32, n_heads=4, n_layers=2, max_seq_len=16)
 
@@ -242,3 +246,72 @@ def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
             "params": {n: p.detach().clone() for n, p in piece.named_parameters()},
             "expected": {n: p.detach().clone() for n, p in ref_piece.named_parameters()},
             "pp_bytes": p2p_bytes / steps, "dp_bytes": _ledger_bytes(ddp) / steps}
+
+
+def transformer_spec(tied: bool):
+    """The tiny transformer as the planner sees it (biases, LayerNorms, learned
+    positions; ``tied`` for DP x TP, untied for pipeline stages)."""
+    from .planner import ModelSpec
+
+    if not isinstance(tied, bool):
+        raise TypeError(f"tied must be True (DP x TP: one embedding table for input and "
+                        f"output) or False (pipeline stages), got {tied!r}.")
+    cfg = TRANSFORMER
+    return ModelSpec("tiny", layers=cfg["n_layers"], hidden=cfg["d_model"], heads=cfg["n_heads"],
+                     seq_len=cfg["max_seq_len"], vocab=data.CharCorpus().vocab_size,
+                     tied_embeddings=tied, biases=True, layernorm=True, learned_positions=True)
+
+
+def miniature_name(tp: int, pp: int, world_size: int = 4) -> str:
+    """Which run stands for a configuration on ``world_size`` ranks: its pipeline axis
+    if it has one (with DP), else its TP axis (with DP), else DP alone."""
+    _check_miniature(tp, pp, world_size)
+    if pp > 1:
+        return f"PP2 x DP{world_size // 2}"
+    if tp > 1:
+        return f"DP{world_size // 2} x TP2"
+    return f"DP{world_size}"
+
+
+def _check_miniature(tp, pp, world_size=4, steps=1, batch=8) -> None:
+    positive_int("tp", tp, "pass the configuration's tensor-parallel degree, e.g. tp=4.")
+    positive_int("pp", pp, "pass the configuration's pipeline degree, e.g. pp=1.")
+    _check_reference(steps, batch, 0.5)
+    if world_size < 4 or world_size % 2:
+        raise ValueError(f"a miniature needs an even world_size of at least 4 (two axes of "
+                         f"degree 2), got {world_size}; launch with world_size=4.")
+    if batch % world_size:
+        raise ValueError(f"batch={batch} must split over the {world_size} ranks' data shards "
+                         f"and micro-batches; use a multiple of {world_size}.")
+
+
+@preflight(_check_miniature)
+def run_in_miniature(*, tp: int, pp: int, steps: int = 1, batch: int = 8) -> dict:
+    """Run a configuration's axes at degree 2 (see :func:`miniature_name`) with the tiny
+    transformer; return the run's name, its largest parameter difference from one
+    process, and the bytes its collectives moved next to the planner's prediction."""
+    from .planner import comm_bytes_per_step
+
+    world = runtime.world_size()
+    _check_miniature(tp, pp, world, steps, batch)
+    name = miniature_name(tp, pp, world)
+    if pp > 1:
+        dp = world // 2
+        r = train_pp_dp(pp=2, dp=dp, steps=steps, batch=batch, microbatches=2)
+        pred = comm_bytes_per_step(transformer_spec(False), dp=dp, tp=1, pp=2,
+                                   micro_batch=batch // (2 * dp), microbatches=2,
+                                   bytes_per_element=4, stage=r["coords"][0])
+        # pp_boundary counts both directions; each end of the boundary sends one of them.
+        measured, predicted = ({"dp": r["dp_bytes"], "pp": r["pp_bytes"]},
+                               {"dp": pred["dp"], "pp": pred["pp_boundary"] / 2})
+    else:
+        dp, t = (world // 2, 2) if tp > 1 else (world, 1)
+        r = train_dp_tp(dp=dp, tp=t, steps=steps, batch=batch)
+        pred = comm_bytes_per_step(transformer_spec(True), dp=dp, tp=t, pp=1,
+                                   micro_batch=batch // dp, microbatches=1,
+                                   bytes_per_element=4, vocab_parallel=False)
+        # With tp=1 the blocks' all-reduces run on a group of one: no bytes move.
+        measured = {"dp": r["dp_bytes"], "tp": r["tp_bytes"] if t > 1 else 0}
+        predicted = {"dp": pred["dp"], "tp": pred["tp"]}
+    diff = max((r["params"][n] - r["expected"][n]).abs().max().item() for n in r["params"])
+    return {"run": name, "max_param_diff": diff, "measured": measured, "predicted": predicted}

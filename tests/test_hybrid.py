@@ -76,3 +76,19 @@ def test_mesh_that_does_not_match_world_size_names_the_fix():
     # Refused in the parent by the rank function's preflight check: no rank starts.
     with pytest.raises(ValueError, match="world_size=6"):
         launch(hybrid.train_dp_tp, world_size=4, dp=3, tp=2)
+
+
+def test_transformer_spec_is_the_tiny_transformer_the_tests_describe():
+    assert hybrid.transformer_spec(True) == tiny_spec(True)
+    assert hybrid.transformer_spec(False) == tiny_spec(False)
+
+
+@pytest.mark.parametrize("tp, pp, run", [(4, 1, "DP2 x TP2"), (8, 4, "PP2 x DP2"),
+                                         (1, 1, "DP4")])
+def test_a_configuration_runs_in_miniature_like_one_process(tp, pp, run):
+    # Notebook 09's stretch exercise: the configuration's axes at degree 2 on 4 ranks.
+    results = launch(hybrid.run_in_miniature, world_size=4, tp=tp, pp=pp)
+    for r in results:
+        assert r["run"] == run == hybrid.miniature_name(tp, pp)
+        assert r["max_param_diff"] < 1e-4        # float32 summation order, as above
+        assert r["measured"] == r["predicted"]   # the planner's bytes, exactly

@@ -106,3 +106,35 @@ def test_7b_trains_with_fsdp_alone():
 def test_bad_input_raises_value_error(bad):
     with pytest.raises(ValueError):
         bad()
+
+
+EIGHT_NODES = dataclasses.replace(H100_128, name="8 nodes, 64x H100", nodes=8)
+
+
+def test_grade_explains_a_slow_configuration_without_naming_the_fastest(capsys):
+    from companion.planner import grade
+
+    fastest = plan(MODELS["Llama-3 70B"], EIGHT_NODES, 256)[0][0]
+    assert not grade(MODELS["Llama-3 70B"], EIGHT_NODES, 256, dp=8, tp=8, pp=1, zero=1)
+    out = capsys.readouterr().out
+    assert "TP comm +" in out and "TP=8 all-reduces" in out   # what is wrong, and why
+    assert fastest.label() not in out and f"TP{fastest.tp} " not in out
+
+
+def test_grade_explains_out_of_memory_by_its_largest_part(capsys):
+    from companion.planner import grade
+
+    assert not grade(MODELS["Llama-3 70B"], EIGHT_NODES, 256, dp=64, tp=1, pp=1, zero=3)
+    out = capsys.readouterr().out
+    assert "out of memory" in out and "The activations" in out and "ZeRO does not shard" in out
+    assert not grade(MODELS["Llama-3 70B"], EIGHT_NODES, 256, dp=64, tp=1, pp=1, zero=0)
+    assert "The model states" in capsys.readouterr().out
+
+
+def test_grade_names_the_fastest_only_once_the_answer_passes(capsys):
+    from companion.planner import grade
+
+    fastest = plan(MODELS["Llama-3 70B"], EIGHT_NODES, 256)[0][0]
+    assert grade(MODELS["Llama-3 70B"], EIGHT_NODES, 256, dp=fastest.dp, tp=fastest.tp,
+                 pp=fastest.pp, zero=fastest.zero, micro_batch=fastest.micro_batch)
+    assert fastest.label() in capsys.readouterr().out

@@ -4,8 +4,10 @@ Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``).
 """
 from .comm import comm_bytes_per_step
 from .cost import Plan, collective_time, evaluate
-from .search import grade, plan, powers_of_two_dividing
+from .grading import critique, grade
+from .search import plan, powers_of_two_dividing
 from .specs import CLUSTERS, MODELS, ClusterSpec, ModelSpec
 
 __all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS", "Plan", "evaluate", "plan",
-           "collective_time", "powers_of_two_dividing", "comm_bytes_per_step", "grade"]
+           "collective_time", "powers_of_two_dividing", "comm_bytes_per_step", "grade",
+           "critique"]

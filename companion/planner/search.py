@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from .cost import Plan, evaluate
 from .specs import ClusterSpec, ModelSpec
-from ..validation import positive_int, positive_number
+from ..validation import positive_int
 
-__all__ = ["plan", "grade", "powers_of_two_dividing"]
+__all__ = ["plan", "powers_of_two_dividing"]
 
 
 def powers_of_two_dividing(n: int) -> list[int]:
@@ -50,24 +50,3 @@ def plan(model: ModelSpec, cluster: ClusterSpec, global_batch: int,
     feasible.sort(key=lambda p: (round(p.step_time, 9), p.tp_inter_node, p.pp))
     return feasible, infeasible
 
-
-def grade(model: ModelSpec, cluster: ClusterSpec, global_batch: int, *, dp: int, tp: int,
-          pp: int, zero: int = 1, micro_batch: int = 1, recompute: str = "selective",
-          chunks: int = 1, tolerance: float = 0.10) -> bool:
-    """Notebook 09's exercise: is a student's configuration feasible and within
-    ``tolerance`` of the best step time? Prints why, returns a bool."""
-    positive_number("tolerance", tolerance, "pass a slack such as 0.10 (10 %).", zero=True)
-    mine = evaluate(model, cluster, global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks)
-    if not mine.feasible:
-        print(f"✗ {mine.label()} cannot run: {mine.reason}.")
-        return False
-    best = plan(model, cluster, global_batch)[0][0]
-    ratio = mine.step_time / best.step_time
-    parts = ", ".join(f"{k} {v:.2f} s" for k, v in mine.times.items() if v and k != "dp_comm_total")
-    verdict = ratio <= 1 + tolerance
-    print(f"{'✓' if verdict else '✗'} {mine.label()}: {mine.step_time:.2f} s per step "
-          f"({parts}), {mine.memory['total'] / 1e9:.1f} GB per GPU, MFU {100 * mine.mfu:.1f}%.\n"
-          f"  The planner's best, {best.label()}, takes {best.step_time:.2f} s: yours is "
-          f"{ratio:.2f}x that" + ("." if verdict else
-                                  f", more than {1 + tolerance:.2f}x. Compare the breakdowns."))
-    return verdict
