@@ -310,9 +310,18 @@ def _attempt(exercise_id: str, candidate):
                 name, reason = w.forbidden[0]
                 raise RuntimeError(f"{_FORBIDDEN_TAG}{name}::{reason}") from exc
             raise
-    changed = ex.pure and any(not torch.equal(a, b) for a, b in zip(_tensors(args), before))
+    changed = ex.pure and any(not _same(a, b) for a, b in zip(_tensors(args), before))
     return {"got": _detach(got), "expected": _detach(expected), "calls": w.calls,
             "forbidden": w.forbidden, "changed_input": changed}
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Unchanged, with NaN equal to NaN (an input may hold one on purpose)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)
+    return torch.equal(a, b)
 
 
 def _detach(tree):
