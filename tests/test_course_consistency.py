@@ -112,3 +112,24 @@ def test_predictions_takeaways_and_self_checks(notebook):
         "".join(cells[takeaways]["source"]).count("\n- ")
     assert 3 <= bullets <= 6, f"{notebook.name}: {bullets} takeaway bullets"
     assert cells[takeaways + 1]["cell_type"] == "code", "the takeaways' numbers are printed"
+
+
+def _section_numbers(path: Path) -> set[str]:
+    out = set()
+    for text in _markdown(path):
+        out.update(re.findall(r"^## (\d+[a-z]?)[ .·]", text, flags=re.M))
+    return out
+
+
+def test_cheatsheet_and_glossary_point_at_sections_that_exist():
+    sections = {p.name[:2]: _section_numbers(p) for p in NOTEBOOKS}
+    sources = {"notebooks/cheatsheet.ipynb": "\n".join(_markdown(ROOT / "notebooks" / "cheatsheet.ipynb")),
+               "docs/glossary.md": (ROOT / "docs" / "glossary.md").read_text(),
+               "docs/papers.md": (ROOT / "docs" / "papers.md").read_text()}
+    wrong = []
+    for name, text in sources.items():
+        for nb, first, last in re.findall(r"\b(0\d) §(\d+)(?:-(\d+))?", text):
+            for k in range(int(first), int(last or first) + 1):
+                if str(k) not in sections[nb]:
+                    wrong.append(f"{name}: {nb} §{k}")
+    assert not wrong, f"references to sections that do not exist: {sorted(set(wrong))}"
