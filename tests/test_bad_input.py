@@ -630,6 +630,7 @@ def _covered_objects():
         covered.add(fn)
         if hasattr(case.fn, "__self__"):  # a bound method's case covers its class too
             covered.add(type(case.fn.__self__))
+        if case.fn in (launch, companion.launch) and case.args:
             covered.add(case.args[0])  # the rank function whose preflight refused
     return covered
 
