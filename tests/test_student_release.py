@@ -103,6 +103,7 @@ def _first_check(cells) -> int | None:
     return None
 
 
+@pytest.mark.ci   # about 90 s for the ten notebooks: CI runs it, a student's make test not
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_student_notebook_runs_to_its_first_check_and_fails_it(notebook, released):
     nb = nbformat.read(released / notebook.name, as_version=4)
