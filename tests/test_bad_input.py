@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 import companion
-from companion import (backends, basics, costmodel, data, dga, experiments, fsdp,
+from companion import (backends, basics, costmodel, data, dga, experiments,
                        hybrid, latency, memory, models, moe, param_server, runtime, schedules,
                        sequence_parallel, zero, zero_runs)
 from companion import collectives as C
@@ -553,7 +553,8 @@ _reason("the DGA update rules: three tensors in, one out, no size or name",
 _reason("a record the learning loop builds (a verdict, a call, a prediction), not an entry point",
         "Verdict", "Call", "Prediction")
 _reason("takes what the package found or built (a notebook cell, a frame, a tensor, calls)",
-        "is_solution_cell", "location", "student_frame", "show_tensor", "summary")
+        "is_solution_cell", "location", "student_frame", "show_tensor", "summary",
+        "crash", "defined_at", "forbidden", "short_name")
 _reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
         "run_mlp")
 

@@ -15,7 +15,7 @@ from companion.compression import (DGC, DGCConfig, OneBit, PowerSGD, QuantizedEx
                                    pack_bits, payload_bytes, resnet50_shapes, sparse_bytes,
                                    split_counts, topk_indices, unpack_bits)
 from companion.compression.arithmetic import MiB
-from companion.compression.sparse import decode_topk, encode_topk
+from companion.compression.sparse import encode_topk
 
 
 def _grads(steps, shapes=((16, 12), (7,)), seed=0):

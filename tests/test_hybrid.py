@@ -2,7 +2,6 @@
 their communication bytes exactly."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 import torch

@@ -230,7 +230,7 @@ def test_a_torch_collective_can_be_forbidden_and_is_still_counted():
 
 
 def test_card_names_and_short_names():
-    from companion.learning.exercise import _short_name
+    from companion.learning.verdict import short_name as _short_name
     assert _short_name("torch.distributed.all_reduce") == "dist.all_reduce"
     assert _short_name("companion.compression.sparse.DGC.encode") == "DGC.encode"
     assert _short_name("companion.collectives.ring_all_reduce") == "collectives.ring_all_reduce"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
-import inspect
 import pkgutil
 import re
 from typing import Any, Callable
@@ -36,35 +35,14 @@ from ..launcher import LaunchError, LaunchTimeout, launch
 from . import feedback
 from .patterns import summary
 from ..validation import positive_int, positive_number
+from .verdict import (FORBIDDEN_TAG, Verdict, crash, defined_at, forbidden, not_implemented,
+                      short_name)
 from .watch import watching
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]
 
 LEVELS = ("warm-up", "core", "stretch")
 _REGISTRY: dict[str, "Exercise"] = {}
-
-
-@dataclasses.dataclass
-class Verdict:
-    """The outcome of one attempt. ``kind`` is one of: passed, not_implemented, crash,
-    timeout, forbidden, changed_input, wrong_value, pattern, precheck, not_callable."""
-
-    kind: str
-    message: str
-    line: str | None = None   # "Cell In[7], line 5: <source>" for a crash
-
-    def __bool__(self) -> bool:
-        return self.kind == "passed"
-
-    def __repr__(self) -> str:
-        return f"Verdict({self.kind!r})"
-
-    def __str__(self) -> str:
-        return self.message
-
-    def _ipython_display_(self) -> None:
-        # check() has already printed the verdict; a check cell should not echo it again.
-        pass
 
 
 @dataclasses.dataclass
@@ -122,7 +100,7 @@ class Exercise:
     def _repr_markdown_(self) -> str:
         by_reason: dict[str, list[str]] = {}
         for k, v in self.forbidden.items():   # one line per reason: long lists stay short
-            by_reason.setdefault(v, []).append(f"`{_short_name(k)}`")
+            by_reason.setdefault(v, []).append(f"`{short_name(k)}`")
         rules = "".join(f"\n- not allowed: {', '.join(names)} ({reason})"
                         for reason, names in by_reason.items())
         return (f"**Exercise {self.id} ({self.level}): {self.title}**\n\n{self.task}\n"
@@ -170,11 +148,11 @@ class Exercise:
                 try:
                     problem = self.precheck(candidate)
                 except NotImplementedError:
-                    return _not_implemented()
+                    return not_implemented()
                 except Exception as exc:  # the student's code raised in the notebook
-                    return _crash(exc, None)
+                    return crash(exc, None)
             if w.forbidden:
-                return _forbidden(w.forbidden)
+                return forbidden(w.forbidden)
             if problem:
                 return Verdict("precheck", problem)
         _warm_up(self.world_size)
@@ -188,21 +166,21 @@ class Exercise:
                            "that all ranks call the same collectives in the same order.")
         except LaunchError as err:
             first = str(err).splitlines()[0]
-            if _FORBIDDEN_TAG in first:
-                name, reason = first.split(_FORBIDDEN_TAG, 1)[1].split("::", 1)
-                return _forbidden([(name, reason)])
+            if FORBIDDEN_TAG in first:
+                name, reason = first.split(FORBIDDEN_TAG, 1)[1].split("::", 1)
+                return forbidden([(name, reason)])
             if "NotImplementedError" in first:
-                return _not_implemented()
-            return _crash(err, err.rank)
+                return not_implemented()
+            return crash(err, err.rank)
         hits = [h for r in results for h in r["forbidden"]]
         if hits:
-            return _forbidden(hits)
+            return forbidden(hits)
         for rank, r in enumerate(results):
             if r["changed_input"]:
                 return Verdict("changed_input", f"rank {rank}: your code changed its input "
                                "in place, so the caller's tensor changed too. Work on a "
                                "copy (x.clone()).")
-        where = _defined_at(candidate)
+        where = defined_at(candidate)
         for rank, r in enumerate(results):
             problem = feedback.difference(r["got"], r["expected"], self.rtol, self.atol)
             if problem:
@@ -233,59 +211,6 @@ def _warm_up(world_size: int) -> None:
         _warmed.add(world_size)
 
 
-def _short_name(dotted: str) -> str:
-    """``torch.distributed.all_reduce`` -> ``dist.all_reduce``; keeps ``Class.method`` and
-    the package module (``collectives.all_gather``), so torch's and ours differ."""
-    parts = dotted.split(".")
-    if dotted.startswith("torch.distributed.") and len(parts) == 3:
-        return "dist." + parts[-1]
-    if len(parts) >= 2 and (parts[-2][:1].isupper() or parts[0] == "companion"):
-        return ".".join(parts[-2:])   # DGC.encode, collectives.all_gather
-    return parts[-1]
-
-
-_FORBIDDEN_TAG = "companion-forbidden-call::"
-
-
-def _not_implemented() -> Verdict:
-    return Verdict("not_implemented", "not implemented yet: replace the "
-                   "`raise NotImplementedError` with your code, then run this cell again.")
-
-
-def _crash(err, rank) -> Verdict:
-    text = getattr(err, "traceback", "") or "".join(
-        __import__("traceback").format_exception(err))
-    first = str(err).splitlines()[0] if str(err) else type(err).__name__
-    if rank is None:
-        first = f"{type(err).__name__}: {first}"
-    found = feedback.student_frame(text)
-    if first.startswith(f"rank {rank} raised "):   # the launcher's wording
-        first = first[len(f"rank {rank} raised "):]
-    who = f"rank {rank} raised" if rank is not None else "your code raised"
-    if found is None:
-        return Verdict("crash", f"{who} {first}")
-    place, _, source = found
-    line = f"{place}: {source}" if source else place
-    return Verdict("crash", f"{who} {first}\n   at your line {line}", line=line)
-
-
-def _forbidden(hits) -> Verdict:
-    name, reason = hits[0]
-    return Verdict("forbidden", f"your code called `{name}`, which this exercise does not "
-                   f"allow: {reason}")
-
-
-def _defined_at(candidate) -> str:
-    try:
-        code = inspect.unwrap(candidate).__code__
-    except AttributeError:
-        return ""
-    if not feedback._is_students(code.co_filename):
-        return ""
-    return (f" (your {candidate.__name__}, defined at "
-            f"{feedback.location(code.co_filename, code.co_firstlineno)})")
-
-
 def _tensors(tree):
     return [x for x in tree_flatten(tree)[0] if isinstance(x, torch.Tensor)]
 
@@ -308,7 +233,7 @@ def _attempt(exercise_id: str, candidate):
         except Exception as exc:
             if w.forbidden:   # the shortcut is the verdict, not where it then crashed
                 name, reason = w.forbidden[0]
-                raise RuntimeError(f"{_FORBIDDEN_TAG}{name}::{reason}") from exc
+                raise RuntimeError(f"{FORBIDDEN_TAG}{name}::{reason}") from exc
             raise
     changed = ex.pure and any(not _same(a, b) for a, b in zip(_tensors(args), before))
     return {"got": _detach(got), "expected": _detach(expected), "calls": w.calls,

@@ -45,10 +45,8 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
     colors = rank_colors(tp)
     lanes = np.linspace(tp - 1, 0, tp) * 1.2 if tp > 1 else np.array([0.0])
     mid = lanes.mean()
-    x_in = 0.0
     if sequence_parallel:
         _box(ax, 0.0, mid, "LayerNorm\non X[s/t]\n(per rank)", "#EEEEEE", h=1.2)
-        x_in = 0.9
     # Korthikanti et al. (Megatron-SP) reuse the letters: their g is the all-gather that
     # takes the place of Megatron-LM's f, their g-bar the reduce-scatter in place of g.
     # The boxes say so, so that "g" never silently means two different operators.

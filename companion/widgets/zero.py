@@ -183,7 +183,7 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
         args = (s.value, b.value, h.value, a.value)
         variants = [("no parallelism", dict(tp=1)),
                     (f"TP t={t.value}", dict(tp=t.value)),
-                    (f"TP+SP", dict(tp=t.value, sequence_parallel=True)),
+                    ("TP+SP", dict(tp=t.value, sequence_parallel=True)),
                     ("TP + selective", dict(tp=t.value, recompute="selective")),
                     ("TP+SP + selective", dict(tp=t.value, sequence_parallel=True,
                                                recompute="selective")),

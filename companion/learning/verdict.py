@@ -1,0 +1,92 @@
+"""What an attempt at an exercise gets back: a :class:`Verdict`, and how each is worded.
+
+Used by :mod:`companion.learning.exercise` (introduced in notebook 00). The wording is
+part of the lesson: a crash names the student's own line, a forbidden call says why it
+is not allowed, a wrong value says where the student's function was defined.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import traceback
+
+from . import feedback
+
+__all__ = ["Verdict", "FORBIDDEN_TAG", "short_name", "not_implemented", "crash", "forbidden",
+           "defined_at"]
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The outcome of one attempt. ``kind`` is one of: passed, not_implemented, crash,
+    timeout, forbidden, changed_input, wrong_value, pattern, precheck, not_callable."""
+
+    kind: str
+    message: str
+    line: str | None = None   # "Cell In[7], line 5: <source>" for a crash
+
+    def __bool__(self) -> bool:
+        return self.kind == "passed"
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.kind!r})"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _ipython_display_(self) -> None:
+        # check() has already printed the verdict; a check cell should not echo it again.
+        pass
+
+
+def short_name(dotted: str) -> str:
+    """``torch.distributed.all_reduce`` -> ``dist.all_reduce``; keeps ``Class.method`` and
+    the package module (``collectives.all_gather``), so torch's and ours differ."""
+    parts = dotted.split(".")
+    if dotted.startswith("torch.distributed.") and len(parts) == 3:
+        return "dist." + parts[-1]
+    if len(parts) >= 2 and (parts[-2][:1].isupper() or parts[0] == "companion"):
+        return ".".join(parts[-2:])   # DGC.encode, collectives.all_gather
+    return parts[-1]
+
+
+FORBIDDEN_TAG = "companion-forbidden-call::"
+
+
+def not_implemented() -> Verdict:
+    return Verdict("not_implemented", "not implemented yet: replace the "
+                   "`raise NotImplementedError` with your code, then run this cell again.")
+
+
+def crash(err, rank) -> Verdict:
+    text = getattr(err, "traceback", "") or "".join(
+        traceback.format_exception(err))
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if rank is None:
+        first = f"{type(err).__name__}: {first}"
+    found = feedback.student_frame(text)
+    if first.startswith(f"rank {rank} raised "):   # the launcher's wording
+        first = first[len(f"rank {rank} raised "):]
+    who = f"rank {rank} raised" if rank is not None else "your code raised"
+    if found is None:
+        return Verdict("crash", f"{who} {first}")
+    place, _, source = found
+    line = f"{place}: {source}" if source else place
+    return Verdict("crash", f"{who} {first}\n   at your line {line}", line=line)
+
+
+def forbidden(hits) -> Verdict:
+    name, reason = hits[0]
+    return Verdict("forbidden", f"your code called `{name}`, which this exercise does not "
+                   f"allow: {reason}")
+
+
+def defined_at(candidate) -> str:
+    try:
+        code = inspect.unwrap(candidate).__code__
+    except AttributeError:
+        return ""
+    if not feedback._is_students(code.co_filename):
+        return ""
+    return (f" (your {candidate.__name__}, defined at "
+            f"{feedback.location(code.co_filename, code.co_firstlineno)})")
