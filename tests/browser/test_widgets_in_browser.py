@@ -82,7 +82,8 @@ def _run_all_cells(page):
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         texts = page.evaluate(_PROMPTS_JS)
-        if texts and all(t[1:-2].isdigit() for t in texts):  # "[12]:" everywhere
+        # "[12]:" everywhere; a collapsed (solution) cell shows no prompt at all.
+        if texts and all(t[1:-2].isdigit() for t in texts if t) and texts[-1]:
             return
         time.sleep(0.5)
     page.screenshot(path=str(ARTIFACTS / "timeout.png"), full_page=True)
