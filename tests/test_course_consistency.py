@@ -106,7 +106,7 @@ def test_predictions_takeaways_and_self_checks(notebook):
     heads = [(i, "".join(c["source"]).splitlines()[0]) for i, c in enumerate(cells)
              if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## ")]
     names = [h for _, h in heads]
-    assert names[-2:] == ["## Takeaways", "## Self-check"] or names[-2] == "## Takeaways", names
+    assert names[-2:] == ["## Takeaways", "## Self-check"], names
     takeaways = next(i for i, h in heads if h == "## Takeaways")
     bullets = "".join(cells[takeaways]["source"]).count("\n* ") + \
         "".join(cells[takeaways]["source"]).count("\n- ")

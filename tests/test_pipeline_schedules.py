@@ -177,10 +177,10 @@ def test_neighbour_pattern():
     assert "one message per micro-batch" in pattern([calls(r, m=7) for r in range(4)], 4)
 
 
-def test_check_schedule_is_the_notebook_exercise():
-    from companion.pipeline import check_schedule
+def test_a_broken_schedule_is_refused_before_ranks_start():
+    from companion.learning import exercise
 
-    verdict = check_schedule(lambda p, m: [Op("F", 0)], target="gpipe")  # refused before ranks
+    verdict = exercise("04.gpipe").check(lambda p, m: [Op("F", 0)])  # refused before ranks
     assert verdict.kind == "precheck" and not verdict
-    with pytest.raises(ValueError, match="2f2b"):
-        check_schedule(gpipe, target="2f2b")
+    with pytest.raises(ValueError, match="exercise_id"):
+        exercise("04.2f2b")

@@ -155,7 +155,6 @@ class Exercise:
                 return forbidden(w.forbidden)
             if problem:
                 return Verdict("precheck", problem)
-        _warm_up(self.world_size)
         try:
             results = launch(_attempt, self.id, candidate, world_size=self.world_size,
                              timeout=self.timeout)
@@ -193,22 +192,6 @@ class Exercise:
                                f"is not the pattern asked for: {problem}")
         return Verdict("passed", f"{self.id} passed on {self.world_size} real ranks: values "
                        f"equal the reference; rank 0's communication: {summary(calls[0])}.")
-
-
-_warmed: set = set()
-
-
-def _noop() -> None:
-    return None
-
-
-def _warm_up(world_size: int) -> None:
-    """Start the launcher's forkserver (it imports torch once) before the timed attempt:
-    on a busy machine that start alone can outlast the exercise's timeout, and a
-    student's correct code must not be reported as a hang."""
-    if world_size not in _warmed:
-        launch(_noop, world_size=world_size, timeout=300)
-        _warmed.add(world_size)
 
 
 def _tensors(tree):

@@ -15,6 +15,3 @@ from .executor import (microbatches_of, reference_step, run_pipeline, split_stag
 
 __all__ += ["split_stages", "run_pipeline", "reference_step", "timeline_from_results",
             "microbatches_of"]
-from .exercise import check_schedule
-
-__all__ += ["check_schedule"]

@@ -18,7 +18,7 @@ Each exercise is a :class:`companion.learning.Exercise` built from the pieces he
   activation downstream and one gradient upstream per micro-batch, point to point, to
   its neighbours only.
 
-:func:`check_schedule` is the short form ``check_schedule(my_1f1b, target="1f1b")``.
+A student checks a schedule with ``exercise("04.one-f-one-b").check(my_1f1b)``.
 """
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ import torch
 from .executor import run_pipeline
 from .schedules import Op, Schedule
 from .simulate import simulate
-from ..validation import callable_arg
 
-__all__ = ["check_schedule"]
+# Pieces of notebook 04's exercises: companion.learning.nb04 imports them; students call
+# exercise("04.gpipe").check(...), so nothing here is public API.
+__all__: list[str] = []
 
 # The exercises' real-rank run: 4 stages (one per rank), 8 micro-batches of 4 samples.
 STAGES, MICROBATCHES, BATCH_SIZE, HIDDEN = 4, 8, 32, 64
-TARGETS = {"gpipe": "04.gpipe", "1f1b": "04.one-f-one-b", "zb-h1": "04.zb-h1"}
 
 
 def exercise_inputs(rank: int = 0, world_size: int = STAGES, split: bool = False) -> tuple:
@@ -49,18 +49,6 @@ def exercise_inputs(rank: int = 0, world_size: int = STAGES, split: bool = False
 def exercise_inputs_split(rank: int = 0, world_size: int = STAGES) -> tuple:
     """:func:`exercise_inputs` for a schedule with split backward (ZB-H1)."""
     return exercise_inputs(rank, world_size, split=True)
-
-
-def _where(candidate) -> str:
-    from ..learning import feedback
-    try:
-        code = candidate.__code__
-    except AttributeError:
-        return ""
-    if not feedback._is_students(code.co_filename):
-        return ""
-    return (f" (your {candidate.__name__}, defined at "
-            f"{feedback.location(code.co_filename, code.co_firstlineno)})")
 
 
 def _shown(ops, limit: int = 14) -> str:
@@ -89,7 +77,8 @@ def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool 
     good as ``target``, whose closed forms are ``bubble(p, m)`` and ``peaks(p, m)``
     (micro-batches held per stage). Runs under the exercise's watcher, so it calls no
     schedule builder of the package."""
-    where = _where(candidate)
+    from ..learning.verdict import defined_at
+    where = defined_at(candidate)
     for p, m in sizes:
         try:
             sched = as_schedule(candidate(p, m), p, m, split)
@@ -161,16 +150,3 @@ def neighbour_messages(microbatches: int = MICROBATCHES,
         return None
     return per_rank(check)
 
-
-def check_schedule(fn, target: str = "1f1b"):
-    """Check ``fn(p, m)`` as notebook 04's exercise for ``target`` (gpipe, 1f1b or
-    zb-h1): simulated first, then on 4 real ranks. Prints the verdict and returns it
-    (a :class:`~companion.learning.Verdict`, truthy when it passed)."""
-    callable_arg("fn", fn, "pass the schedule function you wrote (no parentheses).")
-    key = str(target).lower().replace("_", "-")
-    key = {"one-f-one-b": "1f1b", "zbh1": "zb-h1"}.get(key, key)
-    if key not in TARGETS:
-        raise ValueError(f"target={target!r}: notebook 04's exercises are "
-                         f"{', '.join(TARGETS)}.")
-    from ..learning import exercise
-    return exercise(TARGETS[key]).check(fn)

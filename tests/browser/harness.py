@@ -159,6 +159,25 @@ def errors_on_page(page, refusals: bool = True) -> list[str]:
             if shows_traceback(text) or (refusals and shows_refusal(text))]
 
 
+PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'),
+                                 e => e.innerText.trim())"""
+
+
+def start_run_all(page) -> None:
+    """Open the notebook's Run menu and run all cells, once the kernel is idle."""
+    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    for _ in range(3):  # a click that lands while the kernel is still connecting is lost
+        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and page.evaluate(PROMPTS_JS)[0] == "[ ]:":
+            time.sleep(0.3)
+        if page.evaluate(PROMPTS_JS)[0] != "[ ]:":
+            return
+
+
 # ---------------------------------------------------------------- the kernel's side
 
 class KernelWatcher:

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from .harness import ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, server
+from .harness import ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, server, start_run_all
 
 playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
 CHROMIUM = chromium_path()
@@ -55,24 +55,6 @@ def _type_into(page, cell, source: str) -> None:
     page.keyboard.press("Shift+Enter")
 
 
-_PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'),
-                                  e => e.innerText.trim())"""
-
-
-def _run_all(page):
-    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    for _ in range(3):  # a click that lands while the kernel is still connecting is lost
-        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and page.evaluate(_PROMPTS_JS)[0] == "[ ]:":
-            time.sleep(0.3)
-        if page.evaluate(_PROMPTS_JS)[0] != "[ ]:":
-            return
-
-
 def test_a_student_works_through_an_exercise(student_dir):
     with server("lab", student_dir) as lab, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -81,7 +63,7 @@ def test_a_student_works_through_an_exercise(student_dir):
         try:
             page.goto(f"{lab.url}/lab/workspaces/student/tree/{NOTEBOOK}?reset&token={lab.token}",
                       timeout=60_000)
-            _run_all(page)
+            start_run_all(page)
             cells = page.locator(".jp-CodeCell")
             # Pinned by position: a locator by text would lose the cell once it is edited.
             sources = cells.evaluate_all("cs => cs.map(c => c.innerText)")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from .harness import (ARTIFACTS, CHROMIUM_ARGS, ROOT, KernelWatcher, chromium_path,
-                      connection_file, errors_on_page, operate_widgets, server)
+from .harness import (ARTIFACTS, CHROMIUM_ARGS, PROMPTS_JS, ROOT, KernelWatcher,
+                      chromium_path, connection_file, errors_on_page, operate_widgets,
+                      server, start_run_all)
 
 playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
 CHROMIUM = chromium_path()
@@ -30,9 +31,6 @@ RUN_TIMEOUT_S = 300  # generous: the slowest notebook takes about a minute on 2 
 # Playwright's default is 30 s per action. The page is read in snapshots (harness.py), so
 # an action that waits this long is stuck, not slow: fail soon and say which.
 ACTION_TIMEOUT_MS = 15_000
-_PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'),
-                                  e => e.innerText.trim())"""
-
 
 def _has_widgets(path: Path) -> bool:
     return "companion.widgets" in path.read_text() or "ipywidgets" in path.read_text()
@@ -68,20 +66,10 @@ def _new_page(browser):
 
 
 def _run_all_cells(page):
-    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    for _ in range(3):  # a click that lands while the kernel is still connecting is lost
-        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        started = time.monotonic() + 20
-        while time.monotonic() < started and page.evaluate(_PROMPTS_JS)[0] == "[ ]:":
-            time.sleep(0.3)
-        if page.evaluate(_PROMPTS_JS)[0] != "[ ]:":
-            break
+    start_run_all(page)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
-        texts = page.evaluate(_PROMPTS_JS)
+        texts = page.evaluate(PROMPTS_JS)
         # "[12]:" everywhere; a collapsed (solution) cell shows no prompt at all.
         if texts and all(t[1:-2].isdigit() for t in texts if t) and texts[-1]:
             return
