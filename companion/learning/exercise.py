@@ -35,8 +35,8 @@ from ..launcher import LaunchError, LaunchTimeout, launch
 from . import feedback
 from .patterns import summary
 from ..validation import positive_int, positive_number
-from .verdict import (FORBIDDEN_TAG, Verdict, crash, defined_at, forbidden, not_implemented,
-                      short_name)
+from .feedback import defined_at
+from .verdict import FORBIDDEN_TAG, Verdict, crash, forbidden, not_implemented, short_name
 from .watch import watching
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]

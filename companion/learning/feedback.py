@@ -12,6 +12,7 @@ notebook 00.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -23,7 +24,7 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from ..validation import positive_number
 
-__all__ = ["student_frame", "location", "difference", "show_tensor"]
+__all__ = ["student_frame", "location", "defined_at", "difference", "show_tensor"]
 
 SMALL = 16          # tensors up to this many elements are printed whole
 SHOWN_WRONG = 6     # positions listed for a large tensor
@@ -144,3 +145,15 @@ def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | Non
         if problem:
             return f"{where}{problem}".strip()
     return None
+
+
+def defined_at(candidate) -> str:
+    """' (your f, defined at Cell In[7], line 1)' for a student's function, else ''."""
+    try:
+        code = inspect.unwrap(candidate).__code__
+    except AttributeError:
+        return ""
+    if not _is_students(code.co_filename):
+        return ""
+    return (f" (your {candidate.__name__}, defined at "
+            f"{location(code.co_filename, code.co_firstlineno)})")

@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from .. import hybrid, planner
 from .exercise import Exercise, register
-from .verdict import defined_at as _defined_at
+from .feedback import defined_at as _defined_at
 from .patterns import all_of, only
 
 DP, TP = 2, 2

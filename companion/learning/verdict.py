@@ -7,13 +7,11 @@ is not allowed, a wrong value says where the student's function was defined.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import traceback
 
 from . import feedback
 
-__all__ = ["Verdict", "FORBIDDEN_TAG", "short_name", "not_implemented", "crash", "forbidden",
-           "defined_at"]
+__all__ = ["Verdict", "FORBIDDEN_TAG", "short_name", "not_implemented", "crash", "forbidden"]
 
 
 @dataclasses.dataclass
@@ -79,14 +77,3 @@ def forbidden(hits) -> Verdict:
     name, reason = hits[0]
     return Verdict("forbidden", f"your code called `{name}`, which this exercise does not "
                    f"allow: {reason}")
-
-
-def defined_at(candidate) -> str:
-    try:
-        code = inspect.unwrap(candidate).__code__
-    except AttributeError:
-        return ""
-    if not feedback._is_students(code.co_filename):
-        return ""
-    return (f" (your {candidate.__name__}, defined at "
-            f"{feedback.location(code.co_filename, code.co_firstlineno)})")

@@ -138,13 +138,6 @@ class Watcher:
         finally:
             self._student_depth -= 1
 
-    def wrap(self, fn):
-        """``fn`` with its calls marked as the student's."""
-        def student_fn(*args, **kwargs):
-            with self.student():
-                return fn(*args, **kwargs)
-        return student_fn
-
     def _hook(self, frame, event, arg):
         if event == "call":
             code = frame.f_code
@@ -176,13 +169,6 @@ class Watcher:
         phase = "backward" if torch._C._current_graph_task_id() != -1 else "forward"
         self.calls.append(Call(name, phase, _nbytes(args.get(payload)) if payload else 0,
                                peer, size))
-
-    # Summaries used by the exercises' pattern checks.
-    def names(self, phase: str | None = None) -> list[str]:
-        return [c.name for c in self.calls if phase in (None, c.phase)]
-
-    def count(self, name: str, phase: str | None = None) -> int:
-        return sum(1 for c in self.calls if c.name == name and phase in (None, c.phase))
 
 
 @contextlib.contextmanager

@@ -77,7 +77,7 @@ def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool 
     good as ``target``, whose closed forms are ``bubble(p, m)`` and ``peaks(p, m)``
     (micro-batches held per stage). Runs under the exercise's watcher, so it calls no
     schedule builder of the package."""
-    from ..learning.verdict import defined_at
+    from ..learning.feedback import defined_at
     where = defined_at(candidate)
     for p, m in sizes:
         try:
