@@ -20,6 +20,7 @@ import multiprocessing
 import multiprocessing.process
 import pkgutil
 import subprocess
+from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
 import pytest
@@ -47,9 +48,10 @@ from companion.widgets.prediction import prediction as wprediction
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
-wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero = (
+wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo = (
     importlib.import_module(f"companion.widgets.{m}") for m in
-    ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero"))
+    ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero",
+     "topology"))
 
 NAN, INF = math.nan, math.inf
 
@@ -427,6 +429,10 @@ CASES = [
     Case("ulysses_frames/heads-zero", wtp.ulysses_frames, ([], 0, 8), {}, ValueError, "heads"),
     Case("plot_rank_tensors/empty", wcoll.plot_rank_tensors, ([],), {}, ValueError, "tensors"),
     Case("collective_replay/nothing", wcoll.collective_replay, ([],), {}, ValueError, "replay"),
+    Case("topology_player/no-messages", wtopo.topology_player,
+         (SimpleNamespace(nodes=2, ranks_per_node=2, layout="nodes"), []), {}, ValueError,
+         "messages"),
+    Case("draw_topology/not-a-cluster", wtopo.draw_topology, (None,), {}, ValueError, "cluster"),
     Case("frame_player/n_frames-zero", wbase.frame_player, (0, print), {}, ValueError, "frame"),
     # --- launch(rank_fn, bad value): the rank function's @preflight check, in the parent -
     Case("launch/local_values-n", launch, (basics.local_values, 0), {}, ValueError, r"\bn\b"),
