@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 import companion
-from companion import (backends, basics, costmodel, data, dga, experiments,
+from companion import (backends, basics, costmodel, data, dga, experiments, hardware,
                        hybrid, latency, memory, models, moe, param_server, runtime, schedules,
                        sequence_parallel, zero, zero_runs)
 from companion import collectives as C
@@ -364,6 +364,15 @@ CASES = [
     Case("ClusterSpec/memory-nan", PL.ClusterSpec, ("c", 8, 1, NAN, 989.0, 450.0, 50.0), {}, ValueError, "gpu_memory_gb"),
     Case("plan/global_batch-zero", PL.plan, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
     Case("collective_time/kind", PL.collective_time, ("broadcast", 1e6, 8, 1e-5, 1e9), {}, ValueError, "broadcast"),
+    Case("group_layout/stride-zero", PL.group_layout, (8, 4, 0), {}, ValueError, "stride"),
+    Case("group_layout/uneven", PL.group_layout, (8, 12, 1), {}, ValueError, "size"),
+    Case("group_collective_time/kind", PL.group_collective_time, ("p2p", 1e6, CLUSTER, 8), {}, ValueError, "kind"),
+    Case("group_collective_time/nbytes-negative", PL.group_collective_time, ("all_reduce", -1.0, CLUSTER, 8), {}, ValueError, "nbytes"),
+    Case("pp_link/tp-zero", PL.pp_link, (CLUSTER, 0, 2), {}, ValueError, r"\btp\b"),
+    Case("ClusterSpec.of/chip", PL.ClusterSpec.of, ("c", "GTX 580", 2), {}, ValueError, "GTX 580"),
+    Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
+    Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
+    Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
     Case("train_dp_tp/dp-zero", hybrid.train_dp_tp, (), {"dp": 0}, ValueError, r"\bdp\b"),
     Case("train_dp_tp/batch-fraction", hybrid.train_dp_tp, (), {"dp": 1, "tp": 1, "batch": 2.5}, ValueError, "batch"),
     Case("train_dp_tp/mesh", hybrid.train_dp_tp, (), {}, ValueError, "world_size=4"),
@@ -519,7 +528,7 @@ _reason("the argument checks themselves: every case above runs them",
         "positive_int", "nonnegative_int", "positive_number", "fraction", "in_range", "one_of",
         "divides", "callable_arg", "accepts", "preflight", "run_preflight")
 _reason("a record the package builds and fills (dataclass or result object), not an entry point",
-        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op",
+        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op", "Accelerator",
         "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
 _reason("launch()'s own machinery; launch checks its arguments first (launch cases)",
         "Forwarder", "collect", "drain", "stop", "process_group")
