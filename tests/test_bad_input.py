@@ -29,7 +29,7 @@ from torch import nn
 import companion
 from companion import (backends, basics, costmodel, data, dga, experiments, hardware,
                        hybrid, latency, memory, models, moe, param_server, runtime, schedules,
-                       sequence_parallel, zero, zero_runs)
+                       sequence_parallel, why_distribute, zero, zero_runs)
 from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
@@ -373,6 +373,13 @@ CASES = [
     Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
     Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
     Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
+    Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
+    Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
+    Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),
+    Case("scaling/t_large-zero", why_distribute.scaling, (1.0, 0.0, 1, 2), {}, ValueError, "t_large"),
+    Case("lecture_numbers/utilization", why_distribute.lecture_numbers, (0.0,), {}, ValueError, "utilization"),
+    Case("disagreements/utilization", why_distribute.disagreements, (2.0,), {}, ValueError, "utilization"),
+    Case("doubling_time_years/short", why_distribute.doubling_time_years, ([1.0], [1.0]), {}, ValueError, "years"),
     Case("train_dp_tp/dp-zero", hybrid.train_dp_tp, (), {"dp": 0}, ValueError, r"\bdp\b"),
     Case("train_dp_tp/batch-fraction", hybrid.train_dp_tp, (), {"dp": 1, "tp": 1, "batch": 2.5}, ValueError, "batch"),
     Case("train_dp_tp/mesh", hybrid.train_dp_tp, (), {}, ValueError, "world_size=4"),
@@ -553,7 +560,7 @@ _reason("arithmetic on values the package computed (payload sizes, counts, timin
         "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
         "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction")
 _reason("takes results or data the package returned (load_digits(), run results, timelines)",
-        "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
+        "plot_compute_growth", "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
         "rank_colors")
 _reason("the DGA update rules: three tensors in, one out, no size or name",
         "dga_update", "stale_update")
