@@ -255,7 +255,12 @@ PLANNER_RULES = [  # (rule, why, where the planner encodes it)
     ("DP x TP x PP = number of GPUs", "every GPU has exactly one coordinate",
      "evaluate: reason"),
     ("TP inside a node (TP <= 8 on GPUs), dividing the heads",
-     "4 activation all-reduces per layer need NVLink", "evaluate: tp_inter_node, TP time"),
+     "4 full activation all-reduces per layer and sequence, on the critical path; their "
+     "traffic per step doubles with TP, and measured runs lose more once TP leaves NVLink",
+     "evaluate: tp_inter_node, TP time (planner.links)"),
+    ("DP groups across nodes: one NIC per member per node",
+     "a hierarchical reduction drives 8 NICs per node when TP x PP = 1, one when TP x PP >= 8",
+     "planner.links.group_collective_time"),
     ("PP across nodes", "only one activation per micro-batch crosses a stage boundary",
      "comm_bytes_per_step: pp_boundary"),
     ("micro-batches per replica m >= PP, and many of them",

@@ -28,9 +28,9 @@ import torch
 from torch import nn
 
 import companion
-from companion import (backends, basics, costmodel, data, dga, experiments,
+from companion import (backends, basics, costmodel, data, dga, experiments, hardware,
                        hybrid, latency, memory, models, moe, param_server, runtime, schedules,
-                       sequence_parallel, zero, zero_runs)
+                       sequence_parallel, why_distribute, zero, zero_runs)
 from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
@@ -366,6 +366,22 @@ CASES = [
     Case("ClusterSpec/memory-nan", PL.ClusterSpec, ("c", 8, 1, NAN, 989.0, 450.0, 50.0), {}, ValueError, "gpu_memory_gb"),
     Case("plan/global_batch-zero", PL.plan, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
     Case("collective_time/kind", PL.collective_time, ("broadcast", 1e6, 8, 1e-5, 1e9), {}, ValueError, "broadcast"),
+    Case("group_layout/stride-zero", PL.group_layout, (8, 4, 0), {}, ValueError, "stride"),
+    Case("group_layout/uneven", PL.group_layout, (8, 12, 1), {}, ValueError, "size"),
+    Case("group_collective_time/kind", PL.group_collective_time, ("p2p", 1e6, CLUSTER, 8), {}, ValueError, "kind"),
+    Case("group_collective_time/nbytes-negative", PL.group_collective_time, ("all_reduce", -1.0, CLUSTER, 8), {}, ValueError, "nbytes"),
+    Case("pp_link/tp-zero", PL.pp_link, (CLUSTER, 0, 2), {}, ValueError, r"\btp\b"),
+    Case("ClusterSpec.of/chip", PL.ClusterSpec.of, ("c", "GTX 580", 2), {}, ValueError, "GTX 580"),
+    Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
+    Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
+    Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
+    Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
+    Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
+    Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),
+    Case("scaling/t_large-zero", why_distribute.scaling, (1.0, 0.0, 1, 2), {}, ValueError, "t_large"),
+    Case("lecture_numbers/utilization", why_distribute.lecture_numbers, (0.0,), {}, ValueError, "utilization"),
+    Case("disagreements/utilization", why_distribute.disagreements, (2.0,), {}, ValueError, "utilization"),
+    Case("doubling_time_years/short", why_distribute.doubling_time_years, ([1.0], [1.0]), {}, ValueError, "years"),
     Case("train_dp_tp/dp-zero", hybrid.train_dp_tp, (), {"dp": 0}, ValueError, r"\bdp\b"),
     Case("train_dp_tp/batch-fraction", hybrid.train_dp_tp, (), {"dp": 1, "tp": 1, "batch": 2.5}, ValueError, "batch"),
     Case("train_dp_tp/mesh", hybrid.train_dp_tp, (), {}, ValueError, "world_size=4"),
@@ -525,7 +541,7 @@ _reason("the argument checks themselves: every case above runs them",
         "positive_int", "nonnegative_int", "positive_number", "fraction", "in_range", "one_of",
         "divides", "callable_arg", "accepts", "preflight", "run_preflight")
 _reason("a record the package builds and fills (dataclass or result object), not an entry point",
-        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op",
+        "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op", "Accelerator",
         "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
 _reason("launch()'s own machinery; launch checks its arguments first (launch cases)",
         "Forwarder", "collect", "drain", "stop", "process_group")
@@ -550,7 +566,7 @@ _reason("arithmetic on values the package computed (payload sizes, counts, timin
         "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
         "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction")
 _reason("takes results or data the package returned (load_digits(), run results, timelines)",
-        "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
+        "plot_compute_growth", "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
         "rank_colors")
 _reason("the DGA update rules: three tensors in, one out, no size or name",
         "dga_update", "stale_update")

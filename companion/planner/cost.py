@@ -7,8 +7,11 @@ the pipeline bubble from ``companion.pipeline.bubble_fraction`` (notebook 04), a
 time of each collective from the alpha-beta model of notebook 02.
 
 Placement follows Megatron-LM: tensor-parallel ranks are adjacent (inside a node when
-``tp <= gpus_per_node``), pipeline stages next, data-parallel replicas outermost. A group
-whose ranks span nodes runs at the inter-node link's speed.
+``tp <= gpus_per_node``), pipeline stages next, data-parallel replicas outermost. Each
+collective is charged at the bandwidth its group really has (``planner.links``): NVLink
+inside a node; across nodes, a hierarchical reduction that uses one NIC per member of
+the group in each node (all 8 of a node's NICs for a DP group when TP x PP = 1, one
+when TP x PP >= 8). TP at 16 spans two nodes; a pipeline runs at its slowest boundary.
 
 Simplifications, stated so they can be argued with: every layer costs the same; the
 busiest pipeline stage holds ceil(layers / pp) layers plus the larger embedding matrix;
@@ -24,6 +27,7 @@ import math
 from .. import costmodel, memory
 from ..pipeline import bubble_fraction
 from .comm import comm_bytes_per_step
+from .links import group_collective_time, pp_link
 from .specs import ClusterSpec, ModelSpec
 from ..validation import fraction, nonnegative_int, one_of, positive_int, positive_number
 
@@ -161,21 +165,22 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     # parallelism: all-gathers and reduce-scatters of the same total bytes).
     plan.tp_inter_node = tp > cluster.gpus_per_node
     tp_calls = (4 + (2 if recompute == "full" else 0)) * layers_per_stage * m
-    tp_time = tp_calls * collective_time("all_reduce", wire["tp"] / max(tp_calls, 1), tp,
-                                         *cluster.link(plan.tp_inter_node))
+    tp_time = tp_calls * group_collective_time("all_reduce", wire["tp"] / max(tp_calls, 1),
+                                               cluster, tp) if tp > 1 else 0.0
 
-    # PP: each micro-batch's activation forward and its gradient back across a boundary.
-    pp_inter = tp * pp > cluster.gpus_per_node
+    # PP: each micro-batch's activation forward and its gradient back across a boundary,
+    # at the pace of the slowest boundary.
     pp_time = 0.0
     if pp > 1:
         messages = 2 * m * chunks
+        pp_alpha, pp_beta, _ = pp_link(cluster, tp, pp)
         pp_time = messages * collective_time("p2p", wire["pp_boundary"] / (2 * m), 2,
-                                             *cluster.link(pp_inter))
+                                             pp_alpha, pp_beta)
 
     # DP: not one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
-    # reduce-scatters layer by layer, and every call pays the ring's (p-1) latencies,
-    # which dominate once p reaches the thousands.
-    dp_alpha, dp_beta = cluster.link(dp * tp * pp > cluster.gpus_per_node)
+    # reduce-scatters layer by layer, and every call pays its rings' latencies. The
+    # group is dp ranks spaced tp * pp apart: it shares a node's NICs with the other
+    # model-parallel ranks' groups (planner.links).
     shard_bytes = params_per_gpu * ACT_BYTES
     calls = layers_per_stage if zero == 3 else max(1, math.ceil(shard_bytes / BUCKET_BYTES))
     per_call = shard_bytes / calls
@@ -183,7 +188,8 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
         ops = ["all_reduce"]
     else:
         ops = ["reduce_scatter"] + ["all_gather"] * (2 if zero == 3 else 1)
-    dp_time = calls * sum(collective_time(op, per_call, dp, dp_alpha, dp_beta) for op in ops)
+    dp_time = calls * sum(group_collective_time(op, per_call, cluster, dp, tp * pp)
+                          for op in ops) if dp > 1 else 0.0
     overlap_window = compute if zero == 3 else compute * 2 / 3  # backward is 2/3 of it
     dp_exposed = max(0.0, dp_time - overlap_window)
 

@@ -45,9 +45,12 @@ def _memory_why(p: Plan, cluster: ClusterSpec) -> str:
 
 def _time_why(key: str, p: Plan, cluster: ClusterSpec) -> str:
     if key == "tp_comm":
-        where = (f"your TP group of {p.tp} spans {p.tp // cluster.gpus_per_node} nodes, so "
-                 f"its all-reduces cross the {cluster.inter_bw_gbps:g} GB/s inter-node link "
-                 f"instead of {cluster.intra_bw_gbps:g} GB/s NVLink" if p.tp_inter_node else
+        where = (f"your TP group of {p.tp} spans {p.tp // cluster.gpus_per_node} nodes: every "
+                 f"all-reduce also crosses the nodes' NICs ({cluster.gpus_per_node} x "
+                 f"{cluster.inter_bw_gbps:g} GB/s per node), and with only {p.dp} replicas each "
+                 f"one's {p.microbatches * p.micro_batch} sequences per step each need "
+                 f"{4 + (2 if p.recompute == 'full' else 0)} full activation all-reduces per "
+                 "layer, on the critical path" if p.tp_inter_node else
                  f"TP={p.tp} all-reduces every layer's activations "
                  f"{4 + (2 if p.recompute == 'full' else 0)} times per micro-batch, on the "
                  "critical path, and a ring all-reduce sends 2(p-1)/p of them per GPU")

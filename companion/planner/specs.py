@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import hardware
+
 __all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS"]
 
 
@@ -114,7 +116,10 @@ class ModelSpec:
 class ClusterSpec:
     """GPUs in nodes: fast links inside a node, slower ones between nodes.
 
-    Bandwidths are per GPU and per direction, in GB/s; latencies in microseconds.
+    Bandwidths are per GPU and per direction, in GB/s: ``intra_bw_gbps`` is one GPU's
+    NVLink, ``inter_bw_gbps`` one GPU's NIC (each GPU has its own, so a node has
+    ``gpus_per_node`` of them; ``planner.links`` says which a group uses). Latencies in
+    microseconds. :meth:`of` builds one from ``companion.hardware``'s figures.
     """
 
     name: str
@@ -139,8 +144,24 @@ class ClusterSpec:
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
+    @classmethod
+    def of(cls, name: str, chip: str, nodes: int, **overrides) -> "ClusterSpec":
+        """A cluster of ``nodes`` reference nodes (DGX) of ``chip`` from
+        ``companion.hardware``: its GPUs per node, memory, dense bf16 peak, NVLink and
+        NIC bandwidth per direction."""
+        a = hardware.accelerator(chip)
+        fields = dict(gpus_per_node=a.per_node, nodes=nodes, gpu_memory_gb=a.hbm.value / 1e9,
+                      peak_tflops=a.flops / 1e12, intra_bw_gbps=a.scale_up.value / 1e9,
+                      inter_bw_gbps=a.scale_out.value / 1e9)
+        return cls(name, **{**fields, **overrides})
+
+    @property
+    def node_egress_gbps(self) -> float:
+        """All of a node's NICs together, per direction (400 GB/s for a DGX H100)."""
+        return self.gpus_per_node * self.inter_bw_gbps
+
     def link(self, inter_node: bool) -> tuple[float, float]:
-        """(alpha seconds, beta bytes/second) of the slowest link a group uses."""
+        """(alpha seconds, beta bytes/second) of one GPU's NVLink or one GPU's NIC."""
         if inter_node:
             return self.inter_latency_us * 1e-6, self.inter_bw_gbps * 1e9
         return self.intra_latency_us * 1e-6, self.intra_bw_gbps * 1e9
@@ -159,11 +180,13 @@ MODELS = {m.name: m for m in [
               ffn_hidden=11008, gated_mlp=True, published_params=7e9),
 ]}
 
-# H100 SXM: 989 TFLOP/s dense bf16, NVLink 4 at 450 GB/s per direction, one 400 Gb/s
-# (50 GB/s) NIC per GPU. A100 SXM: 312 TFLOP/s, NVLink 3 at 300 GB/s, 200 Gb/s NICs.
+# Figures from companion.hardware (peak, per direction): H100 SXM 989 TFLOP/s dense bf16,
+# NVLink 4 at 450 GB/s, one 400 Gb/s (50 GB/s) NIC per GPU; A100 SXM 312 TFLOP/s,
+# NVLink 3 at 300 GB/s, one 200 Gb/s (25 GB/s) NIC per GPU. Memory budgets as the
+# datasheets state them (80 "GB", which NVIDIA means as GiB: the budget errs safe).
 CLUSTERS = {c.name: c for c in [
-    ClusterSpec("1 node, 8x H100", 8, 1, 80, 989, 450, 50),
-    ClusterSpec("16 nodes, 128x H100", 8, 16, 80, 989, 450, 50),
-    ClusterSpec("Llama-3 scale: 16,384x H100", 8, 2048, 80, 989, 450, 50),
-    ClusterSpec("128 nodes, 1,024x A100", 8, 128, 80, 312, 300, 25),
+    ClusterSpec.of("1 node, 8x H100", "H100", 1),
+    ClusterSpec.of("16 nodes, 128x H100", "H100", 16),
+    ClusterSpec.of("Llama-3 scale: 16,384x H100", "H100", 2048),
+    ClusterSpec.of("128 nodes, 1,024x A100", "A100", 128),
 ]}
