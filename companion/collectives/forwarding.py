@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from .hierarchical import grid_shape
 from .primitives import _check_tensor
 from .traffic import exchange
@@ -67,7 +68,7 @@ def torus_all_to_all(inputs: list[torch.Tensor], rows: int | None = None) -> lis
     Every block (on every rank) must have the same shape and dtype. ``rows`` as in
     :func:`~companion.collectives.torus_all_reduce` (``rows=1``: one ring of all ranks).
     """
-    n, r = dist.get_world_size(), dist.get_rank()
+    n, r = runtime.world_size(), runtime.rank()
     for j, x in enumerate(inputs):
         _check_tensor(x, f"inputs[{j}]")
     if len(inputs) != n:

@@ -35,6 +35,7 @@ import os
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..experiments import experiment
 from ..topology import emulator
 from ..validation import divides, positive_int, preflight
@@ -60,6 +61,11 @@ class _Ring:
 def _reduce_scatter(rings, name) -> None:
     """All rings at once (one exchange per round): chunk ``pos`` of each ends summed."""
     length = len(rings[0].members)
+    if length == 1:  # a ring of one: nothing to add, but the output must hold the input
+        for ring in rings:
+            if ring.src is not ring.buf:
+                ring.buf.copy_(ring.src)
+        return
     offs = [ring.offsets() for ring in rings]
     spare = [torch.empty(max(1, ring.buf.numel()), dtype=ring.buf.dtype) for ring in rings]
     for s in range(length - 1):
@@ -96,7 +102,7 @@ def _all_gather(rings, name) -> None:
 def node_groups(ranks_per_node: int | None = None) -> tuple[list[int], list[int]]:
     """This rank's two groups: ``(its node's ranks, the ranks at its local index on every
     node)``. The node shape is resolved as in :func:`hierarchical_all_reduce`."""
-    n, r = dist.get_world_size(), dist.get_rank()
+    n, r = runtime.world_size(), runtime.rank()
     k = emulator.node_shape(ranks_per_node)
     node, local = divmod(r, k)
     return list(range(node * k, node * k + k)), list(range(local, n, k))
@@ -105,7 +111,7 @@ def node_groups(ranks_per_node: int | None = None) -> tuple[list[int], list[int]
 def grid_shape(rows: int | None = None) -> tuple[int, int]:
     """``(rows, cols)`` of the torus: ``rows`` if given, else the emulated cluster's nodes,
     else torchrun's node count (``WORLD_SIZE / LOCAL_WORLD_SIZE``)."""
-    n = dist.get_world_size()
+    n = runtime.world_size()
     if rows is not None:
         rows = positive_int("rows", rows, f"pass a divisor of the world size {n}.")
         divides("world_size", n, rows, "rows", f"pass rows that divide the {n} ranks")

@@ -18,7 +18,7 @@ Taught in notebook 11 (``notebooks/11_networks_and_topology.ipynb``)::
 from .cluster import LAYOUTS, LINK_CLASSES, Cluster, Hop
 from .emulator import current, emulate, node_shape
 from .links import Ports
-from .model import predict, schedule_time, simulate, timeline
+from .model import ALGORITHMS, predict, schedule, schedule_time, simulate, timeline
 
 __all__ = ["Cluster", "Hop", "LAYOUTS", "LINK_CLASSES", "emulate", "current", "node_shape",
-           "Ports", "timeline", "simulate", "predict", "schedule_time"]
+           "Ports", "timeline", "simulate", "predict", "schedule", "schedule_time", "ALGORITHMS"]
