@@ -175,10 +175,18 @@ def torus_all_reduce(tensor: torch.Tensor, op: str = "sum", rows: int | None = N
     return _two_level(tensor, op, cols, "torus", (1, -1))
 
 
-def _check_demo(numel, ranks_per_node) -> None:
+def _check_demo(numel, ranks_per_node, world_size=None) -> None:
     positive_int("numel", numel, "pass the number of elements, e.g. numel=840.")
-    if ranks_per_node is not None:
-        positive_int("ranks_per_node", ranks_per_node, "pass the ranks per node, e.g. 2.")
+    if ranks_per_node is None:
+        if os.environ.get("GROUP_RANK") is None:  # not torchrun: no node structure to read
+            raise ValueError("ranks_per_node=None reads the node shape from torchrun "
+                             "(--nnodes, --nproc-per-node); on one machine pass it, e.g. "
+                             "--set ranks_per_node=2.")
+        return
+    positive_int("ranks_per_node", ranks_per_node, "pass the ranks per node, e.g. 2.")
+    if world_size is not None:
+        divides("world_size", world_size, ranks_per_node, "ranks_per_node",
+                "pass a ranks_per_node that divides the world size")
 
 
 def _summarize(results) -> str:
@@ -198,7 +206,7 @@ def _summarize(results) -> str:
 @preflight(_check_demo)
 def hierarchical_demo(numel: int = 840, ranks_per_node: int | None = None) -> dict:
     """Hierarchical all-reduce against dist.all_reduce; the node groups it formed."""
-    _check_demo(numel, ranks_per_node)
+    _check_demo(numel, ranks_per_node, runtime.world_size())
     r = dist.get_rank()
     g = torch.Generator().manual_seed(r)
     x = torch.randint(-8, 9, (numel,), generator=g).float()  # small integers: exact sums
