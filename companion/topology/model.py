@@ -107,15 +107,14 @@ def timeline(traffics, t0: float | None = None) -> list[dict]:
 
 # -- the rounds of this package's algorithms, written down without running them -------
 def _sizes(numel: int, parts: int) -> list[int]:
-    base, extra = divmod(numel, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
+    # Imported here: companion.collectives imports this package (its emulator) first.
+    from ..collectives.traffic import chunk_sizes
+    return chunk_sizes(numel, parts)
 
 
 def _offsets(numel: int, parts: int) -> list[int]:
-    out = [0]
-    for s in _sizes(numel, parts):
-        out.append(out[-1] + s)
-    return out
+    from ..collectives.traffic import chunk_offsets
+    return chunk_offsets(numel, parts)
 
 
 def _ring_rounds(rings, phase: str, itemsize: int) -> list:
