@@ -37,7 +37,8 @@ from companion import pipeline as P
 from companion import planner as PL
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
-from companion.collectives import demos, primitives
+from companion.collectives import demos, hierarchical as CH, primitives
+from companion import topology as TOP
 from companion.pipeline import torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
@@ -84,6 +85,11 @@ def cli_under_torchrun(argv):
         return cli(argv)
 
 
+def enter_emulate(cluster):
+    with TOP.emulate(cluster):
+        pass
+
+
 def launch(fn, *args, **kwargs):
     return companion.launch(fn, *args, **kwargs)
 
@@ -92,6 +98,7 @@ LINEAR = nn.Linear(8, 6)  # 6 output features: not divisible by 4 ranks
 TENSOR = torch.ones(4)
 LLAMA = PL.MODELS["Llama-3 70B"]
 CLUSTER = next(iter(PL.CLUSTERS.values()))
+CL22 = TOP.Cluster(2, 2)
 
 CASES = [
     # --- launch: the one place ranks start --------------------------------------------
@@ -511,6 +518,37 @@ CASES = [
     Case("cli/torchrun-set-numel-zero", cli_under_torchrun, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
     Case("cli/torchrun-mesh", cli_under_torchrun, (["run", "hybrid_pp_dp"],), {}, SystemExit, "world_size=4"),
     Case("cli/unknown-command", cli, (["train"],), {}, SystemExit, "train|command"),
+    # --- networks and topology (notebook 11) -----------------------------------------
+    Case("Cluster/nodes-zero", TOP.Cluster, (0, 2), {}, ValueError, "nodes"),
+    Case("Cluster/ranks_per_node-fraction", TOP.Cluster, (2, 1.5), {}, ValueError, "ranks_per_node"),
+    Case("Cluster/intra-not-a-pair", TOP.Cluster, (2, 2), {"intra": 1e9}, TypeError, "intra"),
+    Case("Cluster/inter-beta-zero", TOP.Cluster, (2, 2), {"inter": (1e-3, 0)}, ValueError, "inter beta"),
+    Case("Cluster/intra-alpha-nan", TOP.Cluster, (2, 2), {"intra": (NAN, 1e9)}, ValueError, "intra alpha"),
+    Case("Cluster/layout-unknown", TOP.Cluster, (2, 2), {"layout": "mesh"}, ValueError, "layout"),
+    Case("Cluster.node_of/outside", CL22.node_of, (4,), {}, ValueError, r"\brank\b"),
+    Case("Cluster.link/not-neighbours", TOP.Cluster(3, 2, layout="ring").link, (0, 3), {}, ValueError, "route"),
+    Case("Cluster.params/unknown-link", CL22.params, ("nvlink",), {}, ValueError, "link"),
+    Case("emulate/not-a-cluster", enter_emulate, ("2x2",), {}, TypeError, "cluster"),
+    Case("emulate/wrong-size", enter_emulate, (CL22,), {}, ValueError, "world_size"),
+    Case("node_shape/zero", TOP.node_shape, (0,), {}, ValueError, "ranks_per_node"),
+    Case("hierarchical_all_reduce/op", C.hierarchical_all_reduce, (TENSOR,), {"op": "max"}, ValueError, r"\bop\b"),
+    Case("hierarchical_all_reduce/ranks_per_node-zero", C.hierarchical_all_reduce, (TENSOR,), {"ranks_per_node": 0}, ValueError, "ranks_per_node"),
+    Case("torus_all_reduce/rows-zero", C.torus_all_reduce, (TENSOR,), {"rows": 0}, ValueError, r"\brows\b"),
+    Case("torus_all_reduce/not-tensor", C.torus_all_reduce, ([1.0],), {}, TypeError, "tensor"),
+    Case("torus_all_to_all/not-tensor", C.torus_all_to_all, ([1.0],), {}, TypeError, r"inputs\[0\]"),
+    Case("node_groups/zero", C.node_groups, (0,), {}, ValueError, "ranks_per_node"),
+    Case("grid_shape/rows-str", CH.grid_shape, ("2",), {}, TypeError, r"\brows\b"),
+    Case("hierarchical_demo/numel-zero", CH.hierarchical_demo, (), {"numel": 0, "ranks_per_node": 1}, ValueError, "numel"),
+    Case("launch/hierarchical_demo-no-shape", launch, (CH.hierarchical_demo,), {}, ValueError, "ranks_per_node"),
+    Case("launch/hierarchical_demo-not-dividing", launch, (CH.hierarchical_demo,), {"ranks_per_node": 3, "world_size": 4}, ValueError, "ranks_per_node"),
+    Case("cli/set-ranks_per_node-zero", cli, (["run", "hierarchical_all_reduce", "--set", "ranks_per_node=0"],), {}, SystemExit, "ranks_per_node"),
+    Case("schedule/algorithm", TOP.schedule, ("bus", 4, CL22), {}, ValueError, "algorithm"),
+    Case("schedule/nbytes-not-whole", TOP.schedule, ("ring", 6, CL22), {}, ValueError, "nbytes"),
+    Case("predict/nbytes-zero", TOP.predict, ("ring", 0, CL22), {}, ValueError, "nbytes"),
+    Case("schedule_time/not-a-cluster", TOP.schedule_time, ([], "2x2"), {}, TypeError, "cluster"),
+    Case("simulate/wrong-count", TOP.simulate, ([], CL22), {}, ValueError, "traffic records"),
+    Case("timeline/not-emulated", TOP.timeline, ([C.Traffic(log=[C.Message(0, "recv", 1, 4)])],), {}, ValueError, "emulate"),
+    Case("bytes_per_link/op", C.Traffic().bytes_per_link, ("sent",), {}, ValueError, r"\bop\b"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the
@@ -543,6 +581,8 @@ _reason("the argument checks themselves: every case above runs them",
 _reason("a record the package builds and fills (dataclass or result object), not an entry point",
         "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op", "Accelerator",
         "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
+_reason("the emulated cluster's records and state, built from a Cluster whose constructor "
+        "checked it (Cluster cases)", "Hop", "Emulation", "Ports")
 _reason("launch()'s own machinery; launch checks its arguments first (launch cases)",
         "Forwarder", "collect", "drain", "stop", "process_group")
 _reason("a tensor operation inside a rank: it takes tensors and a process group, no size or name",

@@ -51,6 +51,17 @@ def test_torchrun_reads_rank_and_world_size_from_its_environment():
     assert [row[0] for row in table] == ["0", "1"]
 
 
+def test_hierarchical_all_reduce_runs_from_the_shell_with_a_node_shape(tmp_path):
+    target = tmp_path / "results.pkl"
+    out = run(PY, "-m", "companion", "run", "hierarchical_all_reduce", "--world-size", "4",
+              "--set", "ranks_per_node=2", "--out", str(target))
+    assert out.returncode == 0, out.stderr
+    assert "OK: hierarchical all-reduce equals dist.all_reduce" in out.stdout
+    results = pickle.loads(target.read_bytes())
+    assert [r["intra_group"] for r in results] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    assert [r["inter_group"] for r in results] == [[0, 2], [1, 3], [0, 2], [1, 3]]
+
+
 def test_settings_are_python_literals():
     assert _parse_settings(["steps=10", "lr=0.5", "name=ring", "sizes=[1, 2]"]) == {
         "steps": 10, "lr": 0.5, "name": "ring", "sizes": [1, 2]}

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 
 import torch
 import torch.distributed as dist
-from ..validation import nonnegative_int, positive_int
+from ..topology import emulator as _emulator
+from ..validation import nonnegative_int, one_of, positive_int
 
 __all__ = ["Message", "Traffic", "traffic", "exchange", "chunk_sizes", "chunk_offsets"]
 
@@ -29,6 +31,14 @@ class Message:
     ``offset``/``numel`` locate the payload in the collective's flat buffer (elements);
     ``kind`` says what the receiver does with it: "reduce" (adds it to what it holds),
     "copy" (overwrites) or "meta" (shapes, not data).
+
+    Inside :func:`companion.topology.emulate` (notebook 11) a message also knows the
+    cluster's links: ``link`` is "inter" if it leaves its node (torus: its row) and
+    "intra" if not; ``hops`` is the route, ``((src, dst, link), ...)``; ``start`` is
+    when it left the sender and ``end`` when the receiver had all of it (on the "recv"
+    record) or when the sender's port was free again (on the "send" record), both
+    ``time.perf_counter`` seconds, one clock for every rank. Outside an emulation:
+    ``link=""``, ``hops=()``, ``start=end=nan``.
     """
 
     step: int
@@ -39,6 +49,10 @@ class Message:
     numel: int = 0
     kind: str = "copy"
     collective: str = ""
+    link: str = ""
+    start: float = math.nan
+    end: float = math.nan
+    hops: tuple = ()
 
 
 @dataclasses.dataclass
@@ -72,6 +86,24 @@ class Traffic:
     def steps(self) -> int:
         """Rounds in which this rank sent or received at least one message."""
         return len({m.step for m in self.log})
+
+    def bytes_per_link(self, op: str = "send", per_hop: bool = False) -> dict[str, int]:
+        """Bytes this rank sent (``op="recv"``: received) per link class, e.g.
+        ``{"intra": 5040, "inter": 840}`` (recorded inside ``companion.topology.emulate``).
+
+        ``per_hop=True`` counts a message once per hop it crosses: the load it puts on
+        the links of a ring or torus, where a message to a far rank crosses several."""
+        one_of("op", op, ("send", "recv"))
+        out: dict[str, int] = {}
+        for m in self.log:
+            if m.op != op:
+                continue
+            if per_hop:
+                for hop in m.hops:
+                    out[hop[2]] = out.get(hop[2], 0) + m.bytes
+            else:
+                out[m.link] = out.get(m.link, 0) + m.bytes
+        return out
 
     def summary(self) -> dict:
         return {"rank": self.rank, "bytes_sent": self.bytes_sent,
@@ -119,12 +151,17 @@ def exchange(sends=(), recvs=(), collective: str = "") -> None:
     # sender and receiver compute the same chunk sizes, so they agree without asking.
     sends = [s for s in sends if s[1].numel() > 0]
     recvs = [r for r in recvs if r[1].numel() > 0]
+    for peer, buffer, *_ in recvs:
+        if not buffer.is_contiguous():
+            raise ValueError("receive buffers must be contiguous; pass a slice of a flat tensor.")
+    emu = _emulator.current()
+    if emu is not None:
+        _exchange_emulated(emu, sends, recvs, collective)
+        return
     work = []
     for peer, tensor, *_ in sends:
         work.append(dist.isend(tensor.contiguous(), dst=peer))
     for peer, buffer, *_ in recvs:
-        if not buffer.is_contiguous():
-            raise ValueError("receive buffers must be contiguous; pass a slice of a flat tensor.")
         work.append(dist.irecv(buffer, src=peer))
     for w in work:
         w.wait()
@@ -133,6 +170,20 @@ def exchange(sends=(), recvs=(), collective: str = "") -> None:
             for peer, tensor, offset, kind in items:
                 t.log.append(Message(t.rounds, op, int(peer), _nbytes(tensor), int(offset),
                                      tensor.numel(), kind, collective))
+        t.rounds += 1
+
+
+def _exchange_emulated(emu, sends, recvs, collective: str) -> None:
+    sent, got = _emulator.exchange(emu, sends, recvs)
+    cluster, me = emu.cluster, emu.rank
+    for t in _ACTIVE:
+        for op, items, times in (("send", sends, sent), ("recv", recvs, got)):
+            for (peer, tensor, offset, kind), (start, end) in zip(items, times):
+                src, dst = (me, int(peer)) if op == "send" else (int(peer), me)
+                hops = tuple(tuple(h) for h in cluster.route(src, dst))
+                link = "intra" if cluster.node_of(src) == cluster.node_of(dst) else "inter"
+                t.log.append(Message(t.rounds, op, int(peer), _nbytes(tensor), int(offset),
+                                     tensor.numel(), kind, collective, link, start, end, hops))
         t.rounds += 1
 
 
