@@ -549,6 +549,11 @@ CASES = [
     Case("simulate/wrong-count", TOP.simulate, ([], CL22), {}, ValueError, "traffic records"),
     Case("timeline/not-emulated", TOP.timeline, ([C.Traffic(log=[C.Message(0, "recv", 1, 4)])],), {}, ValueError, "emulate"),
     Case("bytes_per_link/op", C.Traffic().bytes_per_link, ("sent",), {}, ValueError, r"\bop\b"),
+    Case("time_collectives/algorithm-unknown", TOP.time_collectives, (), {"algorithms": ("bus",)}, ValueError, "bus"),
+    Case("time_collectives/nbytes-not-whole", TOP.time_collectives, (), {"nbytes": 6}, ValueError, "nbytes"),
+    Case("launch/time_collectives-world-size", launch, (TOP.time_collectives,), {"world_size": 3}, ValueError, "world_size=3"),
+    Case("launch/time_collectives-layout", launch, (TOP.time_collectives,), {"layout": "mesh", "world_size": 4}, ValueError, "layout"),
+    Case("cli/set-topology-nbytes", cli, (["run", "topology_timing", "--world-size", "4", "--set", "nbytes=0"],), {}, SystemExit, "nbytes"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the

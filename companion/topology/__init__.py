@@ -3,7 +3,7 @@
 Taught in notebook 11 (``notebooks/11_networks_and_topology.ipynb``)::
 
     from companion import topology, collectives as C
-    cluster = topology.Cluster(2, 2, intra=(2e-4, 1e9), inter=(1e-3, 100e6))
+    cluster = topology.Cluster(2, 2, intra=(2e-4, 200e6), inter=(1e-3, 20e6))
 
     def job(cluster):                       # runs in every rank
         x = torch.ones(250_000)
@@ -19,6 +19,8 @@ from .cluster import LAYOUTS, LINK_CLASSES, Cluster, Hop
 from .emulator import current, emulate, node_shape
 from .links import Ports
 from .model import ALGORITHMS, predict, schedule, schedule_time, simulate, timeline
+from .timing import time_collectives
 
 __all__ = ["Cluster", "Hop", "LAYOUTS", "LINK_CLASSES", "emulate", "current", "node_shape",
-           "Ports", "timeline", "simulate", "predict", "schedule", "schedule_time", "ALGORITHMS"]
+           "Ports", "timeline", "simulate", "predict", "schedule", "schedule_time", "ALGORITHMS",
+           "time_collectives"]

@@ -68,15 +68,17 @@ class Cluster:
     """``nodes`` x ``ranks_per_node`` ranks joined by "intra" and "inter" links.
 
     ``intra`` and ``inter`` are ``(alpha_s, beta_bytes_per_s)``, beta per direction. The
-    defaults are a cluster scaled down about 500 times (0.2 ms and 1 GB/s inside a node,
-    1 ms and 100 MB/s between nodes: NVLink's ~9x bandwidth edge over one NIC, kept), slow
-    enough that loopback's own microseconds stay small next to the emulated link.
+    defaults are a GPU cluster slowed down about 2,000 times: 0.2 ms and 200 MB/s inside a
+    node, 1 ms and 20 MB/s between nodes (NVLink 4's 450 GB/s per direction against one
+    400 Gb/s NIC's 50 GB/s: the 9-10x bandwidth edge is kept). Slow enough that a real
+    loopback transfer (about 1 GB/s on a loaded 2-core machine) finishes well before the
+    emulated one, so the emulated links, not this machine, set the times.
     """
 
     nodes: int
     ranks_per_node: int
-    intra: tuple = (2e-4, 1e9)
-    inter: tuple = (1e-3, 100e6)
+    intra: tuple = (2e-4, 200e6)
+    inter: tuple = (1e-3, 20e6)
     layout: str = "nodes"
 
     def __post_init__(self):
