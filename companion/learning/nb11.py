@@ -106,7 +106,7 @@ SWAP = register(_WhereExercise(
     pattern=all_of(only("send", "recv", "isend", "irecv",
                         why="a swap is point-to-point"), _swap_pattern),
     pure=True, timeout=20.0,
-    context="import torch\nimport torch.distributed as dist",
+    context="import torch\nimport torch.distributed as dist\nimport companion",
 ))
 
 
@@ -332,5 +332,5 @@ PLACEMENT = register(Exercise(
                "torch.distributed.device_mesh.init_device_mesh":
                "it places the mesh for you; here you place it"},
     timeout=30.0,
-    context="import torch",
+    context="import torch\nimport companion",
 ))
