@@ -11,8 +11,11 @@ three the lectures contrast (CS336 L8 section 1):
 * ``"torus"``: a ``rows x cols`` grid with wrap-around links (a TPU pod's slice).
 
 Nothing is drawn from a model: :func:`topology_player` takes the messages a real run
-recorded (each with its source, destination, link class, bytes and emulated send and
-arrival times) and shows, at each moment, which messages are on which link.
+recorded (``companion.topology.timeline(traffics)``: each with its source, destination,
+link class, bytes, the hops of its route and its emulated send and arrival times) and
+shows, at each moment, which messages are on which link. On a ring or torus a message
+to a rank that is not a neighbour is drawn hop by hop along its recorded route, each hop
+in the colour of its link class.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ __all__ = ["topology_player", "draw_topology"]
 
 LINK_COLORS = {"intra": OKABE_ITO[0], "inter": OKABE_ITO[3]}
 _OTHER = OKABE_ITO[2]
+_REQUIRED = ("src", "dst", "link", "bytes", "start", "end")
 
 
 def _field(message, name):
@@ -66,16 +70,18 @@ def _links(cluster, pos):
     n = rows * cols
     segs = []
     if layout == "ring":
-        segs = [(pos[r], pos[(r + 1) % n], "link") for r in range(n)]
+        # A hop between ranks of one node is "intra", one that leaves the node "inter".
+        segs = [(pos[r], pos[(r + 1) % n], _hop_class(r, (r + 1) % n, cols))
+                for r in range(n) if n > 1]
     elif layout == "torus":
         for r in range(n):
             i, j = divmod(r, cols)
             right, down = i * cols + (j + 1) % cols, ((i + 1) % rows) * cols + j
             # A wrap-around link is drawn as an arc so that it does not hide the row.
             if cols > 1 and (j + 1 < cols or cols > 2):
-                segs.append((pos[r], pos[right], "wrap" if j + 1 == cols else "link"))
+                segs.append((pos[r], pos[right], "wrap-intra" if j + 1 == cols else "intra"))
             if rows > 1 and (i + 1 < rows or rows > 2):
-                segs.append((pos[r], pos[down], "wrap" if i + 1 == rows else "link"))
+                segs.append((pos[r], pos[down], "wrap-inter" if i + 1 == rows else "inter"))
     else:
         for node in range(rows):
             first, last = pos[node * cols], pos[node * cols + cols - 1]
@@ -86,12 +92,31 @@ def _links(cluster, pos):
     return segs
 
 
-def _path(cluster, pos, src, dst):
-    """The points a message from ``src`` to ``dst`` passes, for drawing."""
+def _hop_class(a: int, b: int, cols: int) -> str:
+    return "intra" if a // cols == b // cols else "inter"
+
+
+def _hops(message, cols: int) -> list[tuple[int, int, str]]:
+    """The recorded route ``[(src, dst, link), ...]``; one hop when none was recorded."""
+    hops = message.get("hops") if isinstance(message, dict) else getattr(message, "hops", None)
+    if hops:
+        return [(int(h[0]), int(h[1]), str(h[2])) for h in hops]
+    src, dst = _field(message, "src"), _field(message, "dst")
+    return [(src, dst, _field(message, "link") or _hop_class(src, dst, cols))]
+
+
+def _segments(cluster, pos, message):
+    """``[(points, link class), ...]``: the lines that draw one message, hop by hop.
+
+    In the "nodes" layout a hop between nodes goes GPU -> switch -> GPU."""
     layout, _, cols = _shape(cluster)
-    if layout == "nodes" and src // cols != dst // cols:
-        return [pos[src], pos["switch"], pos[dst]]
-    return [pos[src], pos[dst]]
+    out = []
+    for a, b, link in _hops(message, cols):
+        if layout == "nodes" and a // cols != b // cols:
+            out.append(([pos[a], pos["switch"], pos[b]], link))
+        else:
+            out.append(([pos[a], pos[b]], link))
+    return out
 
 
 def draw_topology(cluster, messages=(), at: float | None = None, ax=None, title: str = ""):
@@ -104,9 +129,10 @@ def draw_topology(cluster, messages=(), at: float | None = None, ax=None, title:
     layout, rows, cols = _shape(cluster)
     pos = positions(cluster)
     for a, b, kind in _links(cluster, pos):
-        if kind == "wrap":
+        if kind.startswith("wrap"):
             ax.annotate("", xy=b, xytext=a, zorder=1, arrowprops=dict(
-                arrowstyle="-", color="0.6", lw=1.2, alpha=0.6, connectionstyle="arc3,rad=0.35"))
+                arrowstyle="-", color=LINK_COLORS.get(kind[5:], "0.6"), lw=1.2, alpha=0.45,
+                connectionstyle="arc3,rad=0.35"))
         else:
             ax.plot([a[0], b[0]], [a[1], b[1]], color=LINK_COLORS.get(kind, "0.6"), lw=1.2,
                     alpha=0.35 if kind in LINK_COLORS else 0.6, zorder=1)
@@ -135,14 +161,14 @@ def draw_topology(cluster, messages=(), at: float | None = None, ax=None, title:
         if at is None or not start <= at < end:
             continue
         flying += 1
-        pts = _path(cluster, pos, _field(m, "src"), _field(m, "dst"))
-        color = LINK_COLORS.get(link, _OTHER)
-        # Inside a node the arrow bows below the GPUs, away from the NIC lines above.
-        bend = -0.5 if layout == "nodes" and len(pts) == 2 else 0.15
-        for (x0, y0), (x1, y1) in zip(pts[:-1], pts[1:]):
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=3,
-                        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2, shrinkA=10,
-                                        shrinkB=10, connectionstyle=f"arc3,rad={bend}"))
+        for pts, hop_link in _segments(cluster, pos, m):
+            color = LINK_COLORS.get(hop_link, _OTHER)
+            # Inside a node the arrow bows below the GPUs, away from the NIC lines above.
+            bend = -0.5 if layout == "nodes" and len(pts) == 2 else 0.15
+            for (x0, y0), (x1, y1) in zip(pts[:-1], pts[1:]):
+                ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=3,
+                            arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2, shrinkA=10,
+                                            shrinkB=10, connectionstyle=f"arc3,rad={bend}"))
     ax.set_aspect("equal")
     ax.axis("off")
     ax.margins(0.12)
@@ -155,14 +181,22 @@ def topology_player(cluster, messages, frames: int = 24, title: str = "", figsiz
     """A Play button and a slider replaying recorded ``messages`` on ``cluster``.
 
     ``messages``: records with ``src``, ``dst``, ``link``, ``bytes``, ``start`` and
-    ``end`` (seconds), attributes or dict keys, as a run on the emulated cluster
-    records them. The frame title says the time and the bytes delivered per link class.
+    ``end`` (seconds) and optionally ``hops`` (the route, ``((src, dst, link), ...)``),
+    attributes or dict keys: what ``companion.topology.timeline(traffics)`` returns for
+    a run on the emulated cluster. The frame title says the time and the bytes
+    delivered per link class.
     """
     messages = list(messages)
     if not messages:
         raise ValueError("messages is empty: record a run on the emulated cluster first "
                          "and pass the messages it logged.")
-    if not isinstance(frames, int) or frames < 2:
+    for i, m in enumerate(messages):
+        missing = [k for k in _REQUIRED if not (k in m if isinstance(m, dict) else hasattr(m, k))]
+        if missing:
+            raise ValueError(f"messages[{i}] has no {', '.join(missing)}: pass the records of "
+                             "companion.topology.timeline(traffics) for a run inside "
+                             "companion.topology.emulate(cluster).")
+    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 2:
         raise ValueError(f"frames must be an integer >= 2, got {frames!r}.")
     t0 = min(_field(m, "start") for m in messages)
     span = max(_field(m, "end") for m in messages) - t0

@@ -160,3 +160,41 @@ def test_notebook_presents_in_voila(notebook, workdir, browser):
             raise
         finally:
             page.close()
+
+
+def test_notebook_11_topology_player_replays_the_recorded_ring(lab, browser):
+    """Notebook 11's topology player, as a student uses it: after Run All, moving its time
+    slider redraws the cluster with other messages in flight (a new frame)."""
+    from .harness import tag_widgets, widget_area, widget_html
+
+    notebook = ROOT / "notebooks" / "11_networks_and_topology.ipynb"
+    page = _new_page(browser)
+    try:
+        page.goto(f"{lab.url}/lab/workspaces/nb11-player/tree/{notebook.name}"
+                  f"?reset&token={lab.token}", timeout=60_000)
+        _run_all_cells(page)
+        assert errors_on_page(page) == [], f"{notebook.name} shows an error in the browser"
+        players = [i for i in range(tag_widgets(page))
+                   if widget_area(page, i).locator(".widget-play").count()]
+        assert players, "no topology player (a Play button and a time slider) rendered"
+        i = players[0]  # the flat ring, the first player in the notebook
+        area = widget_area(page, i)
+        area.scroll_into_view_if_needed()
+        handle = area.locator(".noUi-handle").first
+        before_value, before_html = handle.get_attribute("aria-valuenow"), widget_html(page, i)
+        handle.focus()
+        for _ in range(5):
+            page.keyboard.press("ArrowRight")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and widget_html(page, i) == before_html:
+            time.sleep(0.2)
+        assert handle.get_attribute("aria-valuenow") != before_value, "the slider did not move"
+        assert widget_html(page, i) != before_html, "moving the slider drew no new frame"
+        assert errors_on_page(page) == [], "the player shows an error after the slider moved"
+        page.screenshot(path=str(ARTIFACTS / "lab-11-topology-player.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "FAILED-lab-11-topology-player.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+        _shutdown_kernels(lab)

@@ -1,0 +1,336 @@
+"""Notebook 11's exercises (``notebooks/11_networks_and_topology.ipynb``): networks and topology.
+
+* ``11.swap`` (warm-up): swap a tensor with the rank at the same position on the other
+  node; checked by value and by the links the messages crossed (one inter-node message
+  each way, nothing inside a node).
+* ``11.hierarchical`` (core): the hierarchical all-reduce (reduce-scatter inside the
+  node, all-reduce across nodes, all-gather inside) from process groups and
+  ``torch.distributed``'s reduce-scatter/all-gather, on 3 nodes x 2 ranks; checked by
+  value and by the bytes each link class carries.
+* ``11.placement`` (stretch): place TP and DP on a cluster (rank -> (dp, tp)) so that
+  TP traffic stays inside nodes; checked on several cluster shapes, then by a real
+  DP x TP step on the emulated 2 x 2 cluster, equal to one process, with the bytes per
+  link class the placement implies.
+
+Ranks are numbered node by node (rank = node * ranks_per_node + local rank), as torchrun
+numbers them and as :class:`companion.topology.Cluster` does.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .. import collectives as C
+from .. import topology
+from ..collectives.traffic import exchange
+from . import nb09
+from .exercise import Exercise, register
+from .feedback import defined_at
+from .verdict import Verdict
+from .patterns import all_of, only
+
+_P2P_SEND = ("send", "isend")
+_P2P_RECV = ("recv", "irecv")
+
+
+def _node(rank: int, ranks_per_node: int) -> int:
+    return rank // ranks_per_node
+
+
+class _WhereExercise(Exercise):
+    """An exercise whose pattern verdict also names where the student's function is
+    defined (the byte counts point at a phase of it)."""
+
+    def _judge(self, candidate):
+        verdict = super()._judge(candidate)
+        if verdict.kind == "pattern":
+            return Verdict("pattern", verdict.message + "." + defined_at(candidate))
+        return verdict
+
+
+# ---- 11.swap ----------------------------------------------------------------------------
+SWAP_NODES, SWAP_K = 2, 2
+
+
+def swap_reference(x: torch.Tensor, ranks_per_node: int) -> torch.Tensor:
+    """What the rank at this rank's local index on the other node holds."""
+    n, r = dist.get_world_size(), dist.get_rank()
+    peer = (r + ranks_per_node) % n
+    out = torch.empty_like(x)
+    ops = [dist.P2POp(dist.isend, x.contiguous(), peer), dist.P2POp(dist.irecv, out, peer)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    return out
+
+
+def _swap_inputs(rank, world_size):
+    return (torch.arange(6, dtype=torch.float32) + 100 * rank, SWAP_K)
+
+
+def _swap_pattern(calls_per_rank, world_size):
+    for rank, calls in enumerate(calls_per_rank):
+        sends = [c for c in calls if c.name in _P2P_SEND]
+        recvs = [c for c in calls if c.name in _P2P_RECV]
+        if len(sends) != 1 or len(recvs) != 1:
+            return (f"rank {rank} sent {len(sends)} and received {len(recvs)} message(s); a "
+                    "swap is one message each way")
+        for c in sends + recvs:
+            if _node(c.peer, SWAP_K) == _node(rank, SWAP_K):
+                return (f"rank {rank} exchanged a message with rank {c.peer}, on its own node "
+                        f"{_node(rank, SWAP_K)}: that crosses the intra-node link; the "
+                        "partner sits on the other node")
+        if sends[0].bytes != 24:
+            return f"rank {rank} sent {sends[0].bytes} bytes; the tensor is 24 bytes"
+    return None
+
+
+SWAP = register(_WhereExercise(
+    id="11.swap", level="warm-up", title="swap with your twin on the other node",
+    student_name="my_swap",
+    task=f"{SWAP_NODES} nodes x {SWAP_K} ranks, numbered node by node (ranks 0, 1 on node 0; "
+         "2, 3 on node 1). Write `my_swap(x, ranks_per_node)` that sends `x` to the rank at "
+         "the same position (local rank) on the other node and returns the tensor that rank "
+         "sent you. The checker compares the values and the links your messages crossed: "
+         "one inter-node message each way, nothing inside a node.",
+    hints=("Your node is rank // ranks_per_node and your position in it rank % "
+           "ranks_per_node. Which global rank has your position on the other node?",
+           "Both partners send and both receive: if both call a blocking send first, each "
+           "may wait for the other. Post the send and the receive without waiting.",
+           "dist.isend(x, peer) and dist.irecv(buffer, peer), then .wait() on both; the "
+           "peer is (rank + ranks_per_node) % world_size."),
+    inputs=_swap_inputs, reference=swap_reference,
+    forbidden={"companion.learning.nb11.swap_reference":
+               "it is the package's solution to this exercise",
+               "torch.distributed.all_to_all": "a collective over all ranks; send one message",
+               "torch.distributed.all_gather": "a collective over all ranks; send one message"},
+    pattern=all_of(only("send", "recv", "isend", "irecv",
+                        why="a swap is point-to-point"), _swap_pattern),
+    pure=True, timeout=20.0,
+    context="import torch\nimport torch.distributed as dist\nimport companion",
+))
+
+
+# ---- 11.hierarchical --------------------------------------------------------------------
+HIER_NODES, HIER_K, HIER_NUMEL = 3, 2, 12
+_RS = ("reduce_scatter_single", "reduce_scatter_tensor")
+_AG = ("all_gather_single", "all_gather_into_tensor")
+
+
+def _hier_inputs(rank, world_size):
+    g = torch.Generator().manual_seed(rank)
+    return (torch.randint(-8, 9, (HIER_NUMEL,), generator=g).float(), HIER_K)
+
+
+def hierarchical_reference(x: torch.Tensor, ranks_per_node: int) -> torch.Tensor:
+    """The package's hierarchical all-reduce (built from send/recv)."""
+    return C.hierarchical_all_reduce(x, ranks_per_node=ranks_per_node)
+
+
+def ring_wire_bytes(name: str, payload: int, group_size: int) -> float:
+    """Bytes one rank puts on the wire for a collective run as a ring, given the payload
+    the watcher records (a reduce-scatter's input; an all-gather's own piece)."""
+    g = group_size
+    if name in _RS:
+        return (g - 1) / g * payload
+    if name in _AG or name in ("all_gather", "reduce_scatter"):
+        return (g - 1) * payload
+    return float(payload)
+
+
+def link_bytes(calls, rank: int, ranks_per_node: int, nodes: int) -> dict:
+    """{"intra", "inter"} bytes a rank's calls put on each link class, ring accounting: a
+    group of ``ranks_per_node`` ranks is taken to be a node's, a group of ``nodes`` ranks
+    one rank per node; a point-to-point message crosses the link to its peer."""
+    out = {"intra": 0.0, "inter": 0.0, "other": 0.0}
+    for c in calls:
+        if c.peer is not None:
+            if c.name in _P2P_SEND:
+                out["intra" if _node(c.peer, ranks_per_node) == _node(rank, ranks_per_node)
+                    else "inter"] += c.bytes
+            continue
+        key = ("intra" if c.group_size == ranks_per_node else
+               "inter" if c.group_size == nodes else "other")
+        out[key] += ring_wire_bytes(c.name, c.bytes, c.group_size)
+    return out
+
+
+def _hier_pattern(calls_per_rank, world_size):
+    k, m, n_bytes = HIER_K, HIER_NODES, HIER_NUMEL * 4
+    want = {"intra": 2 * (k - 1) / k * n_bytes, "inter": 2 * (m - 1) / m * n_bytes / k}
+    for rank, calls in enumerate(calls_per_rank):
+        got = link_bytes(calls, rank, k, m)
+        if got["other"]:
+            return (f"rank {rank} ran a collective over a group that is neither its node "
+                    f"({k} ranks) nor its column across the nodes ({m} ranks): a group of all "
+                    f"{world_size} ranks sends the whole tensor over the slow links")
+        for link in ("inter", "intra"):
+            if abs(got[link] - want[link]) > 1e-9:
+                return (f"rank {rank} put {got[link]:g} bytes on the {link}-node links (a ring "
+                        f"per call); the hierarchical all-reduce of a {n_bytes}-byte tensor "
+                        f"puts {want[link]:g} there: "
+                        + ("across nodes only this rank's 1/" + str(k) + " of the node's sum "
+                           "travels" if link == "inter" else
+                           "a reduce-scatter and an all-gather of the tensor inside the node"))
+    return None
+
+
+HIERARCHICAL = register(_WhereExercise(
+    id="11.hierarchical", level="core", title="the hierarchical all-reduce",
+    student_name="my_hierarchical_all_reduce",
+    task=f"{HIER_NODES} nodes x {HIER_K} ranks (numbered node by node). Write "
+         "`my_hierarchical_all_reduce(x, ranks_per_node)` returning the sum of every rank's "
+         "`x` (1-D), in three phases: reduce-scatter inside the node, all-reduce of your "
+         "chunk across the nodes (with the ranks at your position on the other nodes), "
+         "all-gather inside the node. Use process groups (`dist.new_group`) and "
+         "`dist.reduce_scatter_single` / `dist.all_gather_single`. The checker compares "
+         "the sums and the bytes each link class carries (each call counted as a ring).",
+    hints=("Draw the 6 ranks as a 3 x 2 grid: a row is a node, a column holds the ranks at "
+           "one position on every node. Phase 1 and 3 work in your row, phase 2 in your "
+           "column, on 1/ranks_per_node of the tensor.",
+           "Creating a group is a collective over the world: every rank creates every row "
+           "group and every column group, in the same order. "
+           "`companion.collectives.node_groups(ranks_per_node)` lists your own two.",
+           "An all-reduce is a reduce-scatter followed by an all-gather (notebook 01): in "
+           "the column group, reduce-scatter your chunk into a piece, then all-gather the "
+           "pieces back into the chunk.",
+           "reduce_scatter_single(out, inp, group=g) needs out with inp.numel() // group "
+           "size elements; all_gather_single(out, inp, group=g) the reverse."),
+    inputs=_hier_inputs, reference=hierarchical_reference, world_size=HIER_NODES * HIER_K,
+    forbidden={"companion.collectives.hierarchical.hierarchical_all_reduce":
+               "it is the package's solution to this exercise",
+               "companion.collectives.hierarchical.torus_all_reduce":
+               "it is the same three phases, run as two rings",
+               "companion.learning.nb11.hierarchical_reference":
+               "it is the package's solution to this exercise",
+               "torch.distributed.all_reduce":
+               "build the all-reduce from reduce-scatter and all-gather"},
+    pattern=all_of(only(*_RS, *_AG, why="the three phases are reduce-scatters and "
+                        "all-gathers in groups"), _hier_pattern),
+    pure=True, timeout=30.0,
+    context="import torch\nimport torch.distributed as dist\nimport companion",
+))
+
+
+# ---- 11.placement -----------------------------------------------------------------------
+PLACE_CLUSTER = topology.Cluster(2, 2)
+PLACE_TP = 2
+# The shapes the placement is tried on before the real step: (nodes, ranks_per_node, tp).
+PLACE_SHAPES = ((2, 2, 2), (2, 4, 2), (2, 4, 4), (4, 2, 2), (3, 4, 2), (2, 8, 8))
+
+
+def placement_reference(rank: int, nodes: int, ranks_per_node: int, tp: int) -> tuple[int, int]:
+    """Megatron's order: TP innermost, so a TP group is ``tp`` consecutive ranks."""
+    return rank // tp, rank % tp
+
+
+def _placement_problem(candidate) -> str | None:
+    problem = _placement_shapes(candidate)
+    return problem + "." + defined_at(candidate) if problem else None
+
+
+def _placement_shapes(candidate) -> str | None:
+    for nodes, k, tp in PLACE_SHAPES:
+        n, dp = nodes * k, nodes * k // tp
+        coords = {}
+        for r in range(n):
+            c = candidate(r, nodes, k, tp)
+            if (not isinstance(c, tuple) or len(c) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in c)):
+                return (f"my_placement({r}, {nodes}, {k}, {tp}) returned {c!r}; return a pair "
+                        "of ints (dp_index, tp_index)")
+            if not (0 <= c[0] < dp and 0 <= c[1] < tp):
+                return (f"my_placement({r}, {nodes}, {k}, {tp}) returned {c}; on {n} ranks with "
+                        f"tp={tp} the dp index runs over 0..{dp - 1}, the tp index over 0..{tp - 1}")
+            if c in coords.values():
+                other = next(q for q, v in coords.items() if v == c)
+                return (f"on {nodes} nodes x {k}, tp={tp}: ranks {other} and {r} both got {c}; "
+                        "every (dp, tp) slot needs exactly one rank")
+            coords[r] = c
+        for d in range(dp):
+            members = sorted(r for r, c in coords.items() if c[0] == d)
+            spanned = sorted({r // k for r in members})
+            if tp <= k and len(spanned) > 1:
+                return (f"on {nodes} nodes x {k} ranks with tp={tp}, replica {d}'s TP group is "
+                        f"ranks {members}, on nodes {spanned}: its all-reduces (two per layer, "
+                        "in forward and backward) would cross the inter-node links, "
+                        "though a node has room for the whole group")
+    return None
+
+
+def _place_inputs(rank, world_size):
+    return (PLACE_CLUSTER.nodes, PLACE_CLUSTER.ranks_per_node, PLACE_TP)
+
+
+def dp_tp_step(coords: tuple[int, int], cluster, tp: int) -> dict:
+    """One DP x TP step of notebook 09's MLP on the emulated ``cluster`` (tp = dp = 2),
+    this rank at ``coords``: TP partial sums and DP gradients swapped with the partner
+    through the emulated links. Returns the updated shards and the bytes per link class."""
+    table = [None] * dist.get_world_size()
+    dist.all_gather_object(table, tuple(coords))
+    where = {tuple(c): q for q, c in enumerate(table)}
+    d, t = coords
+    tp_peer, dp_peer = where[(d, 1 - t)], where[(1 - d, t)]
+    x, y, w1, w2 = nb09._full_problem()
+    half = nb09.BATCH // 2
+    cols = slice(t * nb09.FFN // tp, (t + 1) * nb09.FFN // tp)
+    x, y = x[d * half:(d + 1) * half], y[d * half:(d + 1) * half]
+    w1, w2 = w1[cols].clone().requires_grad_(), w2[:, cols].clone().requires_grad_()
+    with topology.emulate(cluster), C.traffic() as log:
+        partial = torch.relu(x @ w1.T) @ w2.T
+        other = torch.empty_like(partial)
+        exchange([(tp_peer, partial.detach(), 0, "reduce")], [(tp_peer, other, 0, "reduce")], "tp")
+        parts = [partial, other] if t == 0 else [other, partial]  # one order on both ranks
+        out = parts[0] + parts[1]  # the row-parallel g: the gradient passes through
+        ((out - y) ** 2).mean().backward()
+        grads = torch.cat([w1.grad.view(-1), w2.grad.view(-1)])
+        theirs = torch.empty_like(grads)
+        exchange([(dp_peer, grads, 0, "reduce")], [(dp_peer, theirs, 0, "reduce")], "dp")
+    mean = ((grads + theirs) if d == 0 else (theirs + grads)) / 2
+    g1, g2 = mean[:w1.numel()].view_as(w1), mean[w1.numel():].view_as(w2)
+    with torch.no_grad():
+        new = (w1 - nb09.LR * g1, w2 - nb09.LR * g2)
+    # The same step in one process on the full batch, cut to this rank's TP slot. Summed
+    # in another order, so equal to float32 rounding (1e-5 relative; the values are O(1)).
+    X, Y, W1, W2 = nb09._full_problem()
+    W1.requires_grad_(), W2.requires_grad_()
+    ((torch.relu(X @ W1.T) @ W2.T - Y) ** 2).mean().backward()
+    with torch.no_grad():
+        ref = ((W1 - nb09.LR * W1.grad)[cols], (W2 - nb09.LR * W2.grad)[:, cols])
+    same = all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(new, ref))
+    links = log.bytes_per_link()
+    return {"trains like one process": same, "bytes per link class":
+            {k: links.get(k, 0) for k in ("intra", "inter")}}
+
+
+def _run_placement(candidate, nodes, ranks_per_node, tp):
+    coords = candidate(dist.get_rank(), nodes, ranks_per_node, tp)
+    return dp_tp_step(coords, PLACE_CLUSTER, tp)
+
+
+PLACEMENT = register(Exercise(
+    id="11.placement", level="stretch", title="place TP and DP on the cluster",
+    student_name="my_placement",
+    task="A DP x TP job on a cluster of `nodes` x `ranks_per_node` ranks (numbered node by "
+         "node) with tensor-parallel degree `tp`. Write `my_placement(rank, nodes, "
+         "ranks_per_node, tp)` returning this rank's `(dp_index, tp_index)`, so that every "
+         "(dp, tp) slot gets one rank and, whenever a node can hold a whole TP group, each "
+         "TP group sits inside one node. The checker tries it on several cluster shapes, "
+         "then runs notebook 09's DP x TP training step with your placement on the emulated "
+         "2 x 2 cluster: the weights must equal one process, and the TP partial sums must "
+         "travel on intra-node links, the DP gradients across nodes.",
+    hints=("A TP all-reduce runs twice per layer, on activations, in forward and in "
+           "backward; the DP gradient all-reduce once per step, and it can overlap with "
+           "compute. Which group needs the fast link?",
+           "Ranks of one node are consecutive. A TP group of consecutive ranks stays inside "
+           "a node whenever tp divides ranks_per_node.",
+           "Put TP innermost (the fastest-varying index), as Megatron and init_device_mesh "
+           "with mesh shape (dp, tp) do: the tp index comes from the remainder."),
+    inputs=_place_inputs, expected=None, reference=placement_reference,
+    adapter=_run_placement, precheck=_placement_problem,
+    forbidden={"companion.learning.nb11.placement_reference":
+               "it is the package's solution to this exercise",
+               "torch.distributed.device_mesh.init_device_mesh":
+               "it places the mesh for you; here you place it"},
+    timeout=30.0,
+    context="import torch\nimport companion",
+))
