@@ -197,8 +197,10 @@ def plot_compute_growth(ax=None):
     gy = [g[2] for g in gpus]
     dt = {"compute": doubling_time_years(mx, my), "gpu": doubling_time_years(gx, gy)}
     ax.semilogy(mx, np.array(my) / my[0], "o", label=f"training FLOPs (doubles every {12 * dt['compute']:.0f} months)")
-    for m, x, y in zip(models, mx, my):
-        ax.annotate(m["model"], (x, y / my[0]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    # Models of the same year crowd each other: alternate their labels above and below.
+    for k, (m, x, y) in enumerate(sorted(zip(models, mx, my), key=lambda t: t[1])):
+        ax.annotate(m["model"], (x, y / my[0]), fontsize=8, textcoords="offset points",
+                    xytext=(3, 4 if k % 2 else -11))
     ax.semilogy(gx, np.array(gy) / gy[0], "s--", label=f"one GPU's peak FLOP/s (doubles every {12 * dt['gpu']:.0f} months)")
     for g, x, y in zip(gpus, gx, gy):
         ax.annotate(g[0], (x, y / gy[0]), fontsize=8, xytext=(3, -10), textcoords="offset points")
