@@ -37,7 +37,7 @@ from companion import planner as PL
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
 from companion.collectives import demos, primitives
-from companion.pipeline import torch_ops, torch_reference
+from companion.pipeline import boundary_bytes, torch_ops, torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
 from companion.compression import arithmetic as ZA
@@ -272,6 +272,7 @@ CASES = [
     Case("schedule_key/unknown", P.schedules.schedule_key, ("2f2b",), {}, ValueError, "2f2b"),
     Case("torch_schedule_ops/not-in-torch", torch_ops.torch_schedule_ops, ("zb-h1", 4, 8), {}, ValueError, "zb-h1"),
     Case("torch_executed_ops/multi-stage", torch_ops.torch_executed_ops, ("zb-v", 4, 8), {}, ValueError, "1f1b"),
+    Case("pp_vs_tp_bytes/layers-zero", boundary_bytes.pp_vs_tp_bytes, (), {"layers": 0}, ValueError, "layers"),
     Case("op_differences/rank-count", torch_ops.op_differences, ([[]], [[], []]), {}, ValueError, "ranks"),
     # --- tensor and sequence parallelism, MoE (notebooks 05-06) ------------------------
     Case("ColumnParallelLinear/chunks-zero", TP.ColumnParallelLinear, (LINEAR,), {"chunks": 0}, ValueError, "chunks"),
