@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import companion
-from companion.pipeline import (make_schedule, microbatches_of, reference_step, run_pipeline,
-                                split_stages, timeline_from_results)
+from companion.pipeline import (Op, make_schedule, microbatches_of, reference_step, run_pipeline,
+                                simulate, split_stages, timeline_from_results)
 from companion.data import digits_batch
 from companion.models import TinyMLP
 
@@ -103,3 +103,23 @@ def test_reference_step_is_torch_sgd():
         opt.step()
         for name, prm in piece.named_parameters():
             assert torch.equal(prm.detach(), ref["params"][vs][name])
+
+
+@pytest.mark.parametrize("name", ["1f1b", "dualpipev"])
+def test_emulated_send_latency_delays_the_receiver(name):
+    cost = {"F": 0.01, "B": 0.01, "W": 0.01, "send": 0.02}
+    res = companion.launch(run_pipeline, world_size=2, schedule=name, microbatches=4,
+                           device_time=cost, batch=BATCH)
+    tl = timeline_from_results(res, unit="s")
+    sim = simulate(name, 2, 4, F=0.01, B=0.01, W=0.01, send=0.02)
+    # never faster than the simulator, which waits exactly the latency per hop
+    assert tl.makespan >= sim.makespan * 0.999
+    ends = {(e.stage, e.op): e.end for e in tl.events}
+    sched = make_schedule(name, 2, 4)
+    for e in tl.events:  # an F on rank 1 starts a latency after rank 0's F of chunk 0 ended
+        if e.op.kind == "F" and sched.virtual_stage(e.stage, e.op.chunk) == 1:
+            assert e.start >= ends[(0, Op("F", e.op.microbatch, 0))] + 0.02 * 0.999
+    ref = reference_step(stages=2, microbatches=4, chunks=sched.chunks, batch=BATCH,
+                         threads=res[0]["threads"])
+    assert all(torch.equal(g, ref["grads"][vs][k]) for r in res
+               for vs, grads in r["grads"].items() for k, g in grads.items())

@@ -21,8 +21,10 @@ tensor is handed over in memory instead of sent, as a GPU would keep it on the d
 the measured timeline would show the machine's contention rather than the schedule. So
 with ``device_time={"F": s, "B": s, "W": s}`` each op does its real math and then waits
 until its *emulated device time* has passed, standing in for a GPU kernel of that
-length (``time.sleep`` leaves the cores free). With ``device_time=None`` ops take
-their raw CPU time. Either way the activations and gradients really move between
+length (``time.sleep`` leaves the cores free). An optional ``"send"`` entry emulates a
+link's latency: each message carries the time it was sent, and the receiver may not
+use it before that time plus the latency (a hand-over in memory has none). With
+``device_time=None`` ops take their raw CPU time. Either way the activations and gradients really move between
 processes and the model really trains.
 
 **Exactness.** Each micro-batch's weight gradient is kept separately and summed in
@@ -82,6 +84,9 @@ def microbatches_of(batch_size: int, microbatches: int, step: int = 0, batch=Non
         raise ValueError(f"batch_size={len(y)} does not split into {microbatches} equal "
                          f"micro-batches; use a batch size that is a multiple of {microbatches}.")
     return list(x.chunk(microbatches)), list(y.chunk(microbatches))
+
+
+_STAMP = 1 << 24  # tag offset of a message's send-time stamp (emulated latency only)
 
 
 def _tag(kind: str, microbatch: int, virtual_stage: int, virtual_stages: int) -> int:
@@ -167,7 +172,8 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None =
 
     ``schedule`` is a name (see ``SCHEDULES``) or a :class:`Schedule` for exactly
     ``world_size`` stages. ``device_time`` maps F/B/W to the emulated seconds of one
-    micro-batch through a whole stage (see the module docstring), or None for raw CPU time.
+    micro-batch through a whole stage, and optionally "send" to a message's emulated
+    latency (see the module docstring), or None for raw CPU time.
     ``batch=(x, y)`` passes the global batch in (loading digits imports scikit-learn, which
     costs every fresh rank seconds); by default the ranks load digits batch ``step``.
     Returns this rank's op events, per-piece gradients and updated parameters, losses
@@ -190,19 +196,27 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None =
         _vjp(out, [h], torch.ones_like(out), retain=False)
         h = out.detach().requires_grad_()
     cost = dict(device_time or {})
-    if cost and set(cost) != {"F", "B", "W"}:
-        raise ValueError("device_time must give seconds for exactly 'F', 'B' and 'W'.")
+    if cost and not {"F", "B", "W"} <= set(cost) <= {"F", "B", "W", "send"}:
+        raise ValueError("device_time must give seconds for 'F', 'B' and 'W', and may give "
+                         "'send' (a message's latency).")
+    latency = cost.pop("send", 0.0)
 
     saved, grads, sends, events, losses, local = {}, {}, [], [], {}, {}
 
     def receive(kind, shape, src_vs, mb):
         """The tensor virtual stage ``src_vs`` produced for ``mb``: from this rank's
         memory when it lives here, else received."""
-        tag = _tag(kind, mb, src_vs, V)
+        tag, src = _tag(kind, mb, src_vs, V), sched.placement(src_vs)[0]
         if tag in local:
             return local.pop(tag)
         buf = torch.empty(shape)
-        dist.recv(buf, src=sched.placement(src_vs)[0], tag=tag)
+        dist.recv(buf, src=src, tag=tag)
+        if latency:
+            sent = torch.empty(1, dtype=torch.float64)
+            dist.recv(sent, src=src, tag=tag + _STAMP)
+            wait = sent.item() + latency - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)  # still on the wire: the rank sits idle, as on a real link
         return buf
 
     held = peak_held = 0
@@ -261,6 +275,9 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None =
                 local[tag] = tensor
             else:
                 sends.append(dist.isend(tensor, dst=dst, tag=tag))
+                if latency:  # perf_counter is one clock for every process on this machine
+                    stamp = torch.tensor([time.perf_counter()], dtype=torch.float64)
+                    sends.append(dist.isend(stamp, dst=dst, tag=tag + _STAMP))
     for handle in sends:
         handle.wait()
 
