@@ -42,7 +42,7 @@ def main() -> None:
     print(f"micro-batches m={m}, emulated F=B=W={op_s * 1e3:.0f} ms, median of {reps} run(s); "
           f"{companion.launcher.cpu_cores()} CPU cores, load average {os.getloadavg()[0]:.1f} "
           "(other processes inflate the measured columns)\n")
-    header = (f"{'p':>2} {'schedule':>16} | {'step ms':>8} {'predicted':>9} | {'bubble':>6} "
+    header = (f"{'p':>2} {'schedule':>18} | {'step ms':>8} {'predicted':>9} | {'bubble':>6} "
               f"{'simulated':>9} {'formula':>7} | {'peak act':>8} {'ranks':>5} | "
               f"{'raw CPU ms':>10}")
     print(header)
@@ -63,7 +63,7 @@ def main() -> None:
             sim = simulate(name, p, m, chunks=v, costs=OpCosts(op_s * 1e3, op_s * 1e3, op_s * 1e3))
             formula = bubble_fraction(p, m, name, v)
             label = name + (f" v={v}" if v > 1 else "")
-            print(f"{p:>2} {label:>16} | {statistics.median(steps):>8.1f} {sim.makespan:>9.1f} | "
+            print(f"{p:>2} {label:>18} | {statistics.median(steps):>8.1f} {sim.makespan:>9.1f} | "
                   f"{statistics.median(bubbles):>6.1%} {sim.bubble_fraction:>9.1%} "
                   f"{formula:>7.1%} | {max(sim.peak_activations()):>8g} {held:>5g} | "
                   f"{timeline_from_results(raw).makespan:>10.2f}")
