@@ -39,7 +39,7 @@ from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
 from companion.collectives import demos, hierarchical as CH, primitives
 from companion import topology as TOP
-from companion.pipeline import torch_reference
+from companion.pipeline import boundary_bytes, torch_ops, torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
 from companion.compression import arithmetic as ZA
@@ -273,6 +273,16 @@ CASES = [
     Case("reference_step/stages-zero", P.reference_step, (), {"stages": 0}, ValueError, "stages"),
     Case("timeline_from_results/unit", P.timeline_from_results, ([],), {"unit": "hours"}, ValueError, "unit"),
     Case("run_torch_pipelining/schedule", torch_reference.run_torch_pipelining, (), {"schedule": "zb"}, ValueError, "schedule"),
+    Case("looped_bfs/chunks-zero", P.looped_bfs, (4, 8), {"chunks": 0}, ValueError, "chunks"),
+    Case("interleaved_zb/not-divisible", P.interleaved_zb, (4, 6), {}, ValueError, "microbatches"),
+    Case("zb_v/stages-zero", P.zb_v, (0, 8), {}, ValueError, "stages"),
+    Case("dualpipev/too-few-microbatches", P.dualpipev, (4, 6), {}, ValueError, "microbatches"),
+    Case("make_schedule/zb-v-chunks", P.make_schedule, ("zb-v", 4, 8), {"chunks": 3}, ValueError, "chunks=2"),
+    Case("schedule_key/unknown", P.schedules.schedule_key, ("2f2b",), {}, ValueError, "2f2b"),
+    Case("torch_schedule_ops/not-in-torch", torch_ops.torch_schedule_ops, ("zb-h1", 4, 8), {}, ValueError, "zb-h1"),
+    Case("torch_executed_ops/multi-stage", torch_ops.torch_executed_ops, ("zb-v", 4, 8), {}, ValueError, "1f1b"),
+    Case("pp_vs_tp_bytes/layers-zero", boundary_bytes.pp_vs_tp_bytes, (), {"layers": 0}, ValueError, "layers"),
+    Case("op_differences/rank-count", torch_ops.op_differences, ([[]], [[], []]), {}, ValueError, "ranks"),
     # --- tensor and sequence parallelism, MoE (notebooks 05-06) ------------------------
     Case("ColumnParallelLinear/chunks-zero", TP.ColumnParallelLinear, (LINEAR,), {"chunks": 0}, ValueError, "chunks"),
     Case("ColumnParallelLinear/not-linear", TP.ColumnParallelLinear, ("fc",), {}, TypeError, "full"),

@@ -184,3 +184,83 @@ def test_a_broken_schedule_is_refused_before_ranks_start():
     assert verdict.kind == "precheck" and not verdict
     with pytest.raises(ValueError, match="exercise_id"):
         exercise("04.2f2b")
+
+
+# --- schedules after 1F1B (notebook 04, "Schedules after 1F1B") ---------------------------
+NEW = ["looped-bfs", "interleaved-zb", "zb-v", "dualpipev"]
+
+
+@pytest.mark.parametrize("p,m", [(p, m) for p in (1, 2, 3, 4, 8) for m in (p, 2 * p, 3 * p, 4 * p)])
+@pytest.mark.parametrize("v", [2, 3])
+def test_looped_bfs_and_interleaved_zb_match_closed_form(p, m, v):
+    for costs in COSTS:  # all have W <= min(F, B)
+        for name in ("looped-bfs", "interleaved-zb"):
+            tl = simulate(name, p, m, chunks=v, costs=costs)
+            assert tl.bubble_fraction == pytest.approx(
+                bubble_fraction(p, m, name, v, costs=costs), abs=1e-12), (name, costs)
+    assert simulate("looped-bfs", p, m, chunks=v).peak_activations() == peak_activations(
+        p, m, "looped-bfs")
+    assert simulate("interleaved-zb", p, m, chunks=v).peak_activations() == peak_activations(
+        p, m, "interleaved-zb")
+
+
+V_COSTS = [OpCosts(), OpCosts(1, 2, 1), OpCosts(1, 1, 0.5), OpCosts(1, 1, 0.25),
+           OpCosts(1, 3, 0.5), OpCosts(1, 1, 2), OpCosts(0.5, 1, 1)]
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_zb_v_and_dualpipev_match_closed_form(p, k):
+    m = k * p  # both need m >= 2p for their closed form
+    for costs in V_COSTS:
+        if costs.W <= costs.F <= costs.B:  # the ZB-V range
+            assert simulate("zb-v", p, m, costs=costs).bubble_fraction == pytest.approx(
+                bubble_fraction(p, m, "zb-v", costs=costs), abs=1e-12), costs
+        if costs.F == costs.B and costs.W <= costs.F:  # the DualPipeV range
+            assert simulate("dualpipev", p, m, costs=costs).bubble_fraction == pytest.approx(
+                bubble_fraction(p, m, "dualpipev", costs=costs), abs=1e-12), costs
+    for name in ("zb-v", "dualpipev"):
+        assert simulate(name, p, m).peak_activations() == peak_activations(p, m, name)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 16), (8, 16)])
+def test_equal_costs_the_zero_bubble_family_shares_one_bubble(p, m):
+    # F = B = W: idle (p-1)/2 per stage for interleaved-zb, zb-v and dualpipev, a third of
+    # ZB-H1's (p-1)(F+B-W) = p-1 halved again by the two chunks
+    for name in ("interleaved-zb", "zb-v", "dualpipev"):
+        assert bubble_fraction(p, m, name) == pytest.approx((p - 1) / (6 * m + p - 1))
+    # the price: DualPipeV holds half a micro-batch more than ZB-V; looped BFS holds all m
+    assert max(peak_activations(p, m, "dualpipev")) - max(peak_activations(p, m, "zb-v")) == 0.5
+    assert max(peak_activations(p, m, "looped-bfs")) == m
+
+
+def test_new_closed_form_ranges_are_enforced():
+    with pytest.raises(ValueError, match="W <= F <= B"):
+        bubble_fraction(4, 8, "zb-v", costs=OpCosts(2, 1, 1))
+    with pytest.raises(ValueError, match="F = B"):
+        bubble_fraction(4, 8, "dualpipev", costs=OpCosts(1, 2, 1))
+    with pytest.raises(ValueError, match="2 x stages"):
+        bubble_fraction(4, 6, "zb-v")
+    with pytest.raises(ValueError, match="no closed form"):
+        peak_activations(4, 6, "dualpipev")
+    with pytest.raises(ValueError, match="chunks=2"):
+        make_schedule("dualpipev", 4, 8, chunks=1)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_new_schedules_complete_and_deadlock_free(name):
+    for p in (1, 2, 3, 4):
+        for m in (2 * p, 2 * p + 1, 4 * p):
+            if name == "interleaved-zb" and m % p:
+                continue
+            s = make_schedule(name, p, m)  # validate(): every op exactly once
+            assert s.chunks == 2
+            tl = simulate(s, send=0.3)  # the list scheduler finds no deadlock
+            assert len(tl.events) == sum(len(o) for o in s.ops)
+
+
+def test_send_latency_hurts_dualpipev_least_among_low_memory_schedules():
+    # with a send latency of a quarter of F, at p=4, m=16
+    grown = {name: simulate(name, 4, 16, send=0.25).makespan - simulate(name, 4, 16).makespan
+             for name in ("1f1b", "zb-h1", "interleaved-zb", "zb-v", "dualpipev")}
+    assert min(grown, key=grown.get) == "dualpipev"

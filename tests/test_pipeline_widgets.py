@@ -51,3 +51,20 @@ def test_timeline_player(capsys):
     assert "Traceback" not in capsys.readouterr().out
     with pytest.raises(ValueError, match="one each"):
         timeline_player(tls, titles=["only one"])
+
+
+def test_explorer_offers_the_schedules_after_1f1b(capsys):
+    w = schedule_explorer(stages=4, microbatches=8, schedule="1f1b")
+    assert {"looped-bfs", "interleaved-zb", "zb-v", "dualpipev"} <= set(w.schedule.options)
+    w.schedule.value = "zb-v"  # two chunks in a V, whatever the chunks slider says
+    assert w.timeline.chunks == 2 and w.timeline.split_backward and "zb-v" in w.title
+    assert "closed form 5.9%" in w.title  # (p-1)/(6m+p-1) at F = B = W
+    w.chunks.value = 3
+    w.schedule.value = "interleaved-zb"  # the slider sets its chunks
+    assert w.timeline.chunks == 3
+    w.schedule.value = "dualpipev"
+    w.microbatches.value = 6  # DualPipeV needs m >= 2p: shown, not raised
+    assert w.timeline.name == "dualpipev" and w.timeline.chunks == 2
+    shown = capsys.readouterr().out
+    assert "Invalid input" in shown and "at least 2 x stages" in shown
+    assert "Traceback" not in shown

@@ -1,7 +1,8 @@
 """Notebook 04's exercises (``notebooks/04_pipeline_parallelism.ipynb``): write a
 pipeline schedule.
 
-A ladder: GPipe (warm-up), 1F1B (core), ZB-H1 (stretch). The student returns the
+A ladder: GPipe (warm-up), 1F1B (core), ZB-H1 (stretch), ZB-V (stretch, two chunks
+per rank in a V). The student returns the
 schedule as data, one list of ops per stage; each is simulated in the notebook first
 (every op once, no deadlock, the target's bubble and activation memory, at several
 sizes), then run on 4 real ranks by the executor, whose gradients and updated
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import functools
 
-from ..pipeline.exercise import (exercise_inputs, exercise_inputs_split, neighbour_messages,
-                                 precheck_schedule, run_schedule)
+from ..pipeline.exercise import (exercise_inputs, exercise_inputs_split, exercise_inputs_v,
+                                 neighbour_messages, precheck_schedule, run_schedule)
+from ..pipeline.modern import zb_v
 from ..pipeline.schedules import gpipe, one_f_one_b, zb_h1
 from ..pipeline.simulate import bubble_fraction, peak_activations
 from .exercise import Exercise, register
@@ -27,12 +29,15 @@ def _forbidden(target: str) -> dict:
     """make_schedule and every schedule builder: one builder's ops reordered give another's."""
     names = {"naive": "naive", "gpipe": "GPipe", "one_f_one_b": "1F1B",
              "interleaved_1f1b": "interleaved 1F1B", "zb_h1": "ZB-H1"}
+    later = {"looped_bfs": "looped BFS", "interleaved_zb": "interleaved zero bubble",
+             "zb_v": "ZB-V", "dualpipev": "DualPipeV"}
     out = {_BUILDERS + "make_schedule": f"it returns the package's schedules, {target} "
                                         "included; write the op lists yourself"}
-    for fn, label in names.items():
-        out[_BUILDERS + fn] = (f"it is the package's {target} schedule" if label == target
-                               else f"it builds {label}; reordering a built-in schedule's "
-                               "ops skips the exercise")
+    for module, table in ((_BUILDERS, names), ("companion.pipeline.modern.", later)):
+        for fn, label in table.items():
+            out[module + fn] = (f"it is the package's {target} schedule" if label == target
+                                else f"it builds {label}; reordering a built-in schedule's "
+                                "ops skips the exercise")
     return out
 
 
@@ -112,5 +117,38 @@ ZB_H1 = register(Exercise(
     precheck=functools.partial(
         precheck_schedule, target="ZB-H1", sizes=((4, 8), (3, 5), (4, 4)), split=True,
         bubble=functools.partial(bubble_fraction, schedule="zb-h1"), peaks=_zb_h1_peaks),
+    timeout=60.0, context=CONTEXT,
+))
+
+ZB_V = register(Exercise(
+    id="04.zb-v", level="stretch", title="write the ZB-V schedule (two chunks in a V)",
+    student_name="my_zb_v",
+    task="Write `my_zb_v(p, m)` for m >= 2p. Each rank now holds two model chunks in a V: "
+         "chunk 0 of rank r is virtual stage r (going down the ranks), chunk 1 is virtual "
+         "stage 2p-1-r (coming back up), so rank 0 holds both the first and the last "
+         "piece of the model. Ops carry their chunk: `Op(\"F\", mb, 0)`, "
+         "`Op(\"B\", mb, 1)`, `Op(\"W\", mb, 1)`, ... With F = B = W, ZB-V idles "
+         "(p-1)/(6m+p-1) of the time while no rank holds more than p micro-batches "
+         "(two chunks of half a stage each count one half). The checker simulates yours at "
+         "three sizes (every op once, no deadlock, that bubble and that memory), then runs "
+         "it on 4 real ranks.",
+    hints=("Follow micro-batch 0: it goes down the ranks through chunk 0 and comes back up "
+           "through chunk 1, so the rank at the bottom of the V (the last one) starts its "
+           "chunk-1 work first, and rank 0 must keep chunk 0 busy for longest before its "
+           "first chunk-1 input arrives.",
+           "Think in phases on rank r: chunk-0 forwards alone; then chunk-1 and chunk-0 "
+           "forwards alternating as chunk-1 inputs arrive; then chunk-1 forwards each "
+           "followed at once by its B and W; a steady state that repeats F, B, W on chunk 0 "
+           "and then on chunk 1; a cool-down where some W's wait.",
+           "Counts on rank r: 2(p-r)-1 chunk-0 forwards; r x (F chunk 1, F chunk 0); p-r x "
+           "(F, B, W on chunk 1); steady (F0 if any left, B0, W0, F1, B1, W1) until every "
+           "forward ran; cool-down r x (B0, B1), then p-r x (B0, W0), then the W's still "
+           "owed, chunk 1 first."),
+    inputs=exercise_inputs_v, reference=zb_v, adapter=run_schedule,
+    forbidden=_forbidden("ZB-V"), pattern=neighbour_messages(chunks=2),
+    precheck=functools.partial(
+        precheck_schedule, target="ZB-V", sizes=((4, 8), (3, 6), (2, 4)), split="v",
+        bubble=functools.partial(bubble_fraction, schedule="zb-v"),
+        peaks=functools.partial(peak_activations, schedule="zb-v")),
     timeout=60.0, context=CONTEXT,
 ))

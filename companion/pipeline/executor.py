@@ -13,14 +13,18 @@ Each rank builds the same seeded model, keeps only its stages (virtual stages
 * ``W`` later asks the retained graph for the weight gradient.
 
 Every message carries a tag naming (kind, micro-batch, virtual stage), so a rank can
-never consume the wrong tensor whatever order its peer sends in.
+never consume the wrong tensor whatever order its peer sends in. Where two consecutive
+virtual stages sit on the same rank (the turn of a V layout: ZB-V, DualPipeV), the
+tensor is handed over in memory instead of sent, as a GPU would keep it on the device.
 
 **Timing model.** On a 2-core CPU, four ranks computing at once share two cores, and
 the measured timeline would show the machine's contention rather than the schedule. So
 with ``device_time={"F": s, "B": s, "W": s}`` each op does its real math and then waits
 until its *emulated device time* has passed, standing in for a GPU kernel of that
-length (``time.sleep`` leaves the cores free). With ``device_time=None`` ops take
-their raw CPU time. Either way the activations and gradients really move between
+length (``time.sleep`` leaves the cores free). An optional ``"send"`` entry emulates a
+link's latency: each message carries the time it was sent, and the receiver may not
+use it before that time plus the latency (a hand-over in memory has none). With
+``device_time=None`` ops take their raw CPU time. Either way the activations and gradients really move between
 processes and the model really trains.
 
 **Exactness.** Each micro-batch's weight gradient is kept separately and summed in
@@ -80,6 +84,9 @@ def microbatches_of(batch_size: int, microbatches: int, step: int = 0, batch=Non
         raise ValueError(f"batch_size={len(y)} does not split into {microbatches} equal "
                          f"micro-batches; use a batch size that is a multiple of {microbatches}.")
     return list(x.chunk(microbatches)), list(y.chunk(microbatches))
+
+
+_STAMP = 1 << 24  # tag offset of a message's send-time stamp (emulated latency only)
 
 
 def _tag(kind: str, microbatch: int, virtual_stage: int, virtual_stages: int) -> int:
@@ -157,7 +164,7 @@ def _check_run(schedule, microbatches, chunks, batch_size, depth, hidden, lr, ba
 
 @experiment("pipeline_run", summarize=lambda results: _summary(results))
 @preflight(_check_run)
-def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
+def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None = None,
                  batch_size: int = 32, depth: int = 7, hidden: int = 64, lr: float = 0.1,
                  step: int = 0, seed: int = 0, device_time: dict | None = None,
                  batch: tuple | None = None) -> dict:
@@ -165,7 +172,8 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
 
     ``schedule`` is a name (see ``SCHEDULES``) or a :class:`Schedule` for exactly
     ``world_size`` stages. ``device_time`` maps F/B/W to the emulated seconds of one
-    micro-batch through a whole stage (see the module docstring), or None for raw CPU time.
+    micro-batch through a whole stage, and optionally "send" to a message's emulated
+    latency (see the module docstring), or None for raw CPU time.
     ``batch=(x, y)`` passes the global batch in (loading digits imports scikit-learn, which
     costs every fresh rank seconds); by default the ranks load digits batch ``step``.
     Returns this rank's op events, per-piece gradients and updated parameters, losses
@@ -188,10 +196,29 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
         _vjp(out, [h], torch.ones_like(out), retain=False)
         h = out.detach().requires_grad_()
     cost = dict(device_time or {})
-    if cost and set(cost) != {"F", "B", "W"}:
-        raise ValueError("device_time must give seconds for exactly 'F', 'B' and 'W'.")
+    if cost and not {"F", "B", "W"} <= set(cost) <= {"F", "B", "W", "send"}:
+        raise ValueError("device_time must give seconds for 'F', 'B' and 'W', and may give "
+                         "'send' (a message's latency).")
+    latency = cost.pop("send", 0.0)
 
-    saved, grads, sends, events, losses = {}, {}, [], [], {}
+    saved, grads, sends, events, losses, local = {}, {}, [], [], {}, {}
+
+    def receive(kind, shape, src_vs, mb):
+        """The tensor virtual stage ``src_vs`` produced for ``mb``: from this rank's
+        memory when it lives here, else received."""
+        tag, src = _tag(kind, mb, src_vs, V), sched.placement(src_vs)[0]
+        if tag in local:
+            return local.pop(tag)
+        buf = torch.empty(shape)
+        dist.recv(buf, src=src, tag=tag)
+        if latency:
+            sent = torch.empty(1, dtype=torch.float64)
+            dist.recv(sent, src=src, tag=tag + _STAMP)
+            wait = sent.item() + latency - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)  # still on the wire: the rank sits idle, as on a real link
+        return buf
+
     held = peak_held = 0
     held_bytes = peak_bytes = 0
     dist.barrier()  # start together, so early ranks do not record waiting as idle
@@ -204,10 +231,7 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
             if vs == 0:
                 x_in = xs[op.microbatch]
             else:
-                x_in = torch.empty(shapes[vs - 1])
-                dist.recv(x_in, src=sched.placement(vs - 1)[0],
-                          tag=_tag("F", op.microbatch, vs - 1, V))
-                x_in.requires_grad_()
+                x_in = receive("F", shapes[vs - 1], vs - 1, op.microbatch).requires_grad_()
             t0 = time.perf_counter()
             with _SavedBytes() as counter:
                 out = mine[op.chunk](x_in)
@@ -224,9 +248,7 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
         else:
             x_in, out, g_out, nbytes = saved[key]
             if op.kind == "B" and vs != last:
-                g_out = torch.empty(shapes[vs])
-                dist.recv(g_out, src=sched.placement(vs + 1)[0],
-                          tag=_tag("B", op.microbatch, vs + 1, V))
+                g_out = receive("B", shapes[vs], vs + 1, op.microbatch)
                 saved[key][2] = g_out
             t0 = time.perf_counter()
             wants_input = op.kind == "B" and vs > 0
@@ -249,7 +271,13 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int = 1,
         events.append((op.kind, op.microbatch, op.chunk, t0, time.perf_counter(), compute))
         if outgoing is not None:  # sent once the (emulated) kernel has finished
             tensor, dst, tag = outgoing
-            sends.append(dist.isend(tensor, dst=dst, tag=tag))
+            if dst == s:
+                local[tag] = tensor
+            else:
+                sends.append(dist.isend(tensor, dst=dst, tag=tag))
+                if latency:  # perf_counter is one clock for every process on this machine
+                    stamp = torch.tensor([time.perf_counter()], dtype=torch.float64)
+                    sends.append(dist.isend(stamp, dst=dst, tag=tag + _STAMP))
     for handle in sends:
         handle.wait()
 

@@ -51,15 +51,21 @@ def exercise_inputs_split(rank: int = 0, world_size: int = STAGES) -> tuple:
     return exercise_inputs(rank, world_size, split=True)
 
 
+def exercise_inputs_v(rank: int = 0, world_size: int = STAGES) -> tuple:
+    """:func:`exercise_inputs` for a split-backward schedule with two chunks per rank in
+    the V layout (ZB-V): ``split`` is the string "v"."""
+    return exercise_inputs(rank, world_size, split="v")
+
+
 def _shown(ops, limit: int = 14) -> str:
     ops = list(ops)
     text = ", ".join(repr(o) for o in ops[:limit])
     return f"[{text}{', ...' if len(ops) > limit else ''}]"
 
 
-def as_schedule(ops, p: int, m: int, split: bool = False) -> Schedule:
+def as_schedule(ops, p: int, m: int, split=False) -> Schedule:
     """The student's return value as a validated :class:`Schedule` (ValueError says what
-    is wrong with it)."""
+    is wrong with it). ``split="v"``: split backward, two chunks per rank, V layout."""
     if isinstance(ops, Schedule):
         ops = ops.ops
     if isinstance(ops, (list, tuple)) and ops and all(isinstance(o, Op) for o in ops):
@@ -68,10 +74,12 @@ def as_schedule(ops, p: int, m: int, split: bool = False) -> Schedule:
     if not isinstance(ops, (list, tuple)) or not all(isinstance(o, (list, tuple)) for o in ops):
         raise ValueError(f"it returned {type(ops).__name__} {ops!r:.60}; return a list "
                          f"with one list of ops per stage ({p} lists for p={p}).")
-    return Schedule("yours", p, m, tuple(tuple(o) for o in ops), 1, split).validate()
+    chunks, layout = (2, "v") if split == "v" else (1, "loop")
+    return Schedule("yours", p, m, tuple(tuple(o) for o in ops), chunks, bool(split),
+                    layout).validate()
 
 
-def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool = False,
+def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split=False,
                       forwards_first: bool = False) -> str | None:
     """Simulate ``candidate(p, m)`` at each ``(p, m)`` in ``sizes``; None when it is as
     good as ``target``, whose closed forms are ``bubble(p, m)`` and ``peaks(p, m)``
@@ -102,7 +110,8 @@ def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool 
         want = bubble(p, m)
         if timeline.bubble_fraction > want + 1e-9:
             name = getattr(candidate, "__name__", "your_function")
-            flag = ", split_backward=True" if split else ""
+            flag = (", chunks=2, split_backward=True, layout='v'" if split == "v" else
+                    ", split_backward=True" if split else "")
             return (f"at p={p}, m={m} your schedule idles {timeline.bubble_fraction:.1%} of "
                     f"the time; {target} idles {want:.1%}. Draw it and look for the grey "
                     f"gaps: draw_timeline(plt.gca(), simulate(Schedule('mine', {p}, {m}, "
@@ -110,7 +119,7 @@ def precheck_schedule(candidate, target: str, sizes, bubble, peaks, split: bool 
     return None
 
 
-def run_schedule(candidate, p: int, m: int, batch, split: bool = False) -> dict:
+def run_schedule(candidate, p: int, m: int, batch, split=False) -> dict:
     """The exercise's adapter, on every rank: run ``candidate(p, m)`` with the real
     executor; ``{"grads", "params"}`` of this rank's stage after one SGD step."""
     sched = as_schedule(candidate(p, m), p, m, split)
@@ -119,10 +128,12 @@ def run_schedule(candidate, p: int, m: int, batch, split: bool = False) -> dict:
 
 
 def neighbour_messages(microbatches: int = MICROBATCHES,
-                       nbytes: int = BATCH_SIZE // MICROBATCHES * HIDDEN * 4):
+                       nbytes: int = BATCH_SIZE // MICROBATCHES * HIDDEN * 4, chunks: int = 1):
     """Pattern: stage s exchanges, per micro-batch, one activation with s+1 and one
     gradient with s-1 (a send and a recv each way, ``nbytes`` each: one micro-batch of
-    float32 activations); nothing else but the executor's two barriers."""
+    float32 activations); nothing else but the executor's two barriers. With ``chunks=2``
+    in a V (ZB-V) each neighbour pair carries both chunks' messages, two per micro-batch
+    each way (the turn of the V on the last rank stays in memory)."""
     from ..learning.patterns import per_rank
     from ..learning.watch import P2P
 
@@ -136,12 +147,13 @@ def neighbour_messages(microbatches: int = MICROBATCHES,
             return f"it exchanged messages with rank(s) {stray}, which are not its neighbours"
         for peer, what in ((rank + 1, "activations to / gradients from"),
                            (rank - 1, "gradients to / activations from")):
-            want = microbatches if 0 <= peer < world_size else 0
+            want = chunks * microbatches if 0 <= peer < world_size else 0
             for names in (("send", "isend"), ("recv", "irecv")):
                 got = sum(1 for c in calls if c.name in names and c.peer == peer)
                 if got != want:
+                    per = "micro-batch" + (" and chunk" if chunks > 1 else "")
                     return (f"it made {got} {names[0]}s with rank {peer}; a stage exchanges "
-                            f"one message per micro-batch ({want}) with each neighbour "
+                            f"one message per {per} ({want}) with each neighbour "
                             f"({what} rank {peer})")
         sizes = {c.bytes for c in calls if c.name in P2P}
         if sizes - {nbytes}:

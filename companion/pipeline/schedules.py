@@ -16,9 +16,17 @@ Kinds follow the zero-bubble paper (Qi et al., 2023):
 * ``W``: the weight gradient, which nothing downstream waits for, so it may be
   postponed to fill idle time.
 
-With ``chunks = v > 1`` (interleaved 1F1B, Narayanan et al., 2021) rank ``s`` holds the
-model chunks ("virtual stages") ``s, s + p, s + 2p, ...``: micro-batch activations
-visit every rank ``v`` times.
+With ``chunks = v > 1`` (interleaved 1F1B, Narayanan et al., 2021) rank ``s`` holds
+``v`` model chunks ("virtual stages"), and micro-batch activations visit every rank ``v``
+times. Where they sit is the schedule's ``layout``:
+
+* ``"loop"`` (Megatron's interleaving): rank ``s`` holds virtual stages ``s, s+p, s+2p, ...``;
+* ``"v"`` (ZB-V, DualPipeV): chunk 0 runs down the ranks and chunk 1 back up, so rank
+  ``s`` holds ``s`` and ``2p-1-s``; the turn at the bottom (virtual stages ``p-1`` and
+  ``p``) stays on the last rank and the loss is computed on rank 0, next to the input.
+
+Schedules after 1F1B (looped BFS, interleaved zero bubble, ZB-V, DualPipeV) live in
+``modern.py`` and are reachable by name through :func:`make_schedule`.
 """
 from __future__ import annotations
 
@@ -28,7 +36,7 @@ from typing import NamedTuple
 from ..validation import positive_int
 
 __all__ = ["Op", "Schedule", "SCHEDULES", "make_schedule", "naive", "gpipe", "one_f_one_b",
-           "interleaved_1f1b", "zb_h1", "check_sizes"]
+           "interleaved_1f1b", "zb_h1", "check_sizes", "schedule_key"]
 
 
 class Op(NamedTuple):
@@ -52,14 +60,25 @@ class Schedule:
     ops: tuple
     chunks: int = 1
     split_backward: bool = False
+    layout: str = "loop"
+
+    def __post_init__(self):
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout={self.layout!r} is not a placement; use 'loop' (Megatron's "
+                             "interleaving) or 'v' (ZB-V, DualPipeV).")
 
     def virtual_stage(self, stage: int, chunk: int) -> int:
-        """Position in the model of ``chunk`` on ``stage`` (Megatron's interleaving)."""
+        """Position in the model of ``chunk`` on ``stage`` (see the module docstring)."""
+        if self.layout == "v" and chunk % 2:
+            return chunk * self.stages + self.stages - 1 - stage
         return chunk * self.stages + stage
 
     def placement(self, virtual_stage: int) -> tuple[int, int]:
         """Inverse of :meth:`virtual_stage`: ``(stage, chunk)``."""
-        return virtual_stage % self.stages, virtual_stage // self.stages
+        chunk, offset = divmod(virtual_stage, self.stages)
+        if self.layout == "v" and chunk % 2:
+            return self.stages - 1 - offset, chunk
+        return offset, chunk
 
     @property
     def virtual_stages(self) -> int:
@@ -92,14 +111,38 @@ class Schedule:
         return self
 
 
+LAYOUTS = ("loop", "v")
+
+
 def check_sizes(stages: int, microbatches: int, chunks: int = 1) -> None:
     """TypeError/ValueError naming the fix for impossible sizes."""
     for name, value in (("stages", stages), ("microbatches", microbatches), ("chunks", chunks)):
         positive_int(name, value, f"pass a whole number such as {name}=4.")
 
 
-def _schedule(name, stages, microbatches, ops, chunks=1, split=False) -> Schedule:
-    return Schedule(name, stages, microbatches, tuple(tuple(o) for o in ops), chunks, split)
+def _schedule(name, stages, microbatches, ops, chunks=1, split=False, layout="loop") -> Schedule:
+    return Schedule(name, stages, microbatches, tuple(tuple(o) for o in ops), chunks, split,
+                    layout)
+
+
+def _interleave(fwd: list, bwd: list, warmup: int, w_lag: int | None = None) -> list:
+    """The 1F1B pattern over one rank's forwards ``fwd`` and backwards ``bwd`` (in order):
+    ``warmup`` forwards, then F,B pairs, then the remaining B's.
+
+    With ``w_lag`` (split backward), the W of the ``j``-th B runs right after B number
+    ``j + w_lag``; the W's still owed at the end follow in order.
+    """
+    seq, done = list(fwd[:warmup]), 0
+    for j, b in enumerate(bwd):
+        if warmup + j < len(fwd):
+            seq.append(fwd[warmup + j])
+        seq.append(b)
+        if w_lag is not None and j >= w_lag:
+            seq.append(Op("W", bwd[done].microbatch, bwd[done].chunk))
+            done += 1
+    if w_lag is not None:
+        seq += [Op("W", b.microbatch, b.chunk) for b in bwd[done:]]
+    return seq
 
 
 def naive(stages: int, microbatches: int = 1) -> Schedule:
@@ -125,15 +168,19 @@ def one_f_one_b(stages: int, microbatches: int) -> Schedule:
     activations instead of all ``m``.
     """
     check_sizes(stages, microbatches)
-    ops = []
-    for s in range(stages):
-        warmup = min(stages - 1 - s, microbatches)
-        seq = [Op("F", mb) for mb in range(warmup)]
-        for k in range(microbatches - warmup):
-            seq += [Op("F", warmup + k), Op("B", k)]
-        seq += [Op("B", mb) for mb in range(microbatches - warmup, microbatches)]
-        ops.append(seq)
+    fwd = [Op("F", mb) for mb in range(microbatches)]
+    bwd = [Op("B", mb) for mb in range(microbatches)]
+    ops = [_interleave(fwd, bwd, min(stages - 1 - s, microbatches)) for s in range(stages)]
     return _schedule("1f1b", stages, microbatches, ops)
+
+
+def _interleaved_order(p: int, v: int):
+    """Megatron's interleaved order on one rank: micro-batches in groups of ``p``, each
+    group through chunk 0, then chunk 1, ...; backwards the same with chunks reversed."""
+    def op(kind: str, k: int) -> Op:
+        chunk = (k % (p * v)) // p
+        return Op(kind, (k // (p * v)) * p + k % p, chunk if kind == "F" else v - 1 - chunk)
+    return op
 
 
 def interleaved_1f1b(stages: int, microbatches: int, chunks: int = 2) -> Schedule:
@@ -149,19 +196,9 @@ def interleaved_1f1b(stages: int, microbatches: int, chunks: int = 2) -> Schedul
                          f"use a number of micro-batches that is a multiple of {stages} "
                          f"(got microbatches={microbatches}).")
     p, v, total = stages, chunks, microbatches * chunks
-
-    def op(kind, k):
-        chunk = (k % (p * v)) // p
-        return Op(kind, (k // (p * v)) * p + k % p, chunk if kind == "F" else v - 1 - chunk)
-
-    ops = []
-    for s in range(p):
-        warmup = min((p - s - 1) * 2 + (v - 1) * p, total)
-        seq = [op("F", k) for k in range(warmup)]
-        for k in range(total - warmup):
-            seq += [op("F", warmup + k), op("B", k)]
-        seq += [op("B", k) for k in range(total - warmup, total)]
-        ops.append(seq)
+    op = _interleaved_order(p, v)
+    fwd, bwd = [op("F", k) for k in range(total)], [op("B", k) for k in range(total)]
+    ops = [_interleave(fwd, bwd, min((p - s - 1) * 2 + (v - 1) * p, total)) for s in range(p)]
     return _schedule("interleaved", stages, microbatches, ops, chunks=chunks)
 
 
@@ -187,22 +224,45 @@ def zb_h1(stages: int, microbatches: int) -> Schedule:
     return _schedule("zb-h1", stages, microbatches, ops, split=True)
 
 
+# The later schedules build on Op, _schedule and _interleave above.
+from .modern import dualpipev, interleaved_zb, looped_bfs, zb_v  # noqa: E402
+
 SCHEDULES = {"naive": naive, "gpipe": gpipe, "1f1b": one_f_one_b,
-             "interleaved": interleaved_1f1b, "zb-h1": zb_h1}
+             "interleaved": interleaved_1f1b, "zb-h1": zb_h1, "looped-bfs": looped_bfs,
+             "interleaved-zb": interleaved_zb, "zb-v": zb_v, "dualpipev": dualpipev}
+# Chunks per rank when make_schedule is given none; zb-v and dualpipev allow only 2.
+DEFAULT_CHUNKS = {"interleaved": 1, "looped-bfs": 2, "interleaved-zb": 2, "zb-v": 2,
+                  "dualpipev": 2}
+ALIASES = {"one-f-one-b": "1f1b", "interleaved-1f1b": "interleaved", "zbh1": "zb-h1",
+           "zbv": "zb-v", "zb-v-zero-bubble": "zb-v", "dualpipe-v": "dualpipev",
+           "loopedbfs": "looped-bfs", "interleaved-zero-bubble": "interleaved-zb"}
 
 
-def make_schedule(name, stages: int, microbatches: int, chunks: int = 1) -> Schedule:
-    """A built-in schedule by name (see ``SCHEDULES``), or a :class:`Schedule` passed through."""
-    if isinstance(name, Schedule):
-        return name.validate()
+def schedule_key(name) -> str:
+    """The registry key of a schedule name ("ZBV" -> "zb-v"), or ValueError."""
     key = str(name).lower().replace("_", "-")
-    key = {"one-f-one-b": "1f1b", "interleaved-1f1b": "interleaved", "zbh1": "zb-h1"}.get(key, key)
+    key = ALIASES.get(key, key)
     if key not in SCHEDULES:
         raise ValueError(f"unknown schedule {name!r}; choose one of {sorted(SCHEDULES)}.")
+    return key
+
+
+def make_schedule(name, stages: int, microbatches: int, chunks: int | None = None) -> Schedule:
+    """A built-in schedule by name (see ``SCHEDULES``), or a :class:`Schedule` passed through.
+
+    ``chunks`` (model chunks per rank) defaults to the schedule's own: 1, or 2 for
+    looped-bfs, interleaved-zb, zb-v and dualpipev.
+    """
+    if isinstance(name, Schedule):
+        return name.validate()
+    key = schedule_key(name)
+    default = DEFAULT_CHUNKS.get(key, 1)
+    chunks = default if chunks is None else chunks
     check_sizes(stages, microbatches, chunks)
-    if key == "interleaved":
-        return interleaved_1f1b(stages, microbatches, chunks).validate()
-    if chunks != 1:
-        raise ValueError(f"schedule {key!r} puts one model chunk on each stage; use chunks=1 "
-                         "or schedule='interleaved'.")
+    if key in ("interleaved", "looped-bfs", "interleaved-zb"):
+        return SCHEDULES[key](stages, microbatches, chunks).validate()
+    if chunks != default:
+        hint = ("use chunks=2 (its V holds two chunks per rank)" if default == 2 else
+                "use chunks=1 or schedule='interleaved'")
+        raise ValueError(f"schedule {key!r} puts {default} model chunk(s) on each stage; {hint}.")
     return SCHEDULES[key](stages, microbatches).validate()

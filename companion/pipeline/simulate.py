@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .schedules import Op, Schedule, check_sizes, make_schedule
+from .schedules import DEFAULT_CHUNKS, Op, Schedule, check_sizes, make_schedule, schedule_key
 from ..validation import one_of
 
 __all__ = ["OpCosts", "Event", "Timeline", "simulate", "bubble_fraction",
@@ -128,7 +128,7 @@ class Timeline:
 
 
 def simulate(schedule, stages: int | None = None, microbatches: int | None = None,
-             chunks: int = 1, costs: OpCosts | None = None, **cost_kwargs) -> Timeline:
+             chunks: int | None = None, costs: OpCosts | None = None, **cost_kwargs) -> Timeline:
     """Simulate ``schedule`` (a name or a :class:`Schedule`) and return its :class:`Timeline`.
 
     ``costs`` (or keywords ``F=, B=, W=, send=``) give the op times; see :class:`OpCosts`.
@@ -195,62 +195,92 @@ def simulate(schedule, stages: int | None = None, microbatches: int | None = Non
     return Timeline(events, p, sched.chunks, sched.split_backward, sched.name)
 
 
-def bubble_fraction(stages: int, microbatches: int, schedule: str = "gpipe", chunks: int = 1,
-                    costs: OpCosts | None = None) -> float:
+def bubble_fraction(stages: int, microbatches: int, schedule: str = "gpipe",
+                    chunks: int | None = None, costs: OpCosts | None = None) -> float:
     """Closed-form idle share of total time (uniform stages, no send latency).
 
+    Every stage does the same work ``m(F+B+W)``, so the bubble is ``idle/(m(F+B+W)+idle)``
+    with ``idle`` the time each stage waits:
+
     * naive: ``(p-1)/p`` (one stage works at a time);
-    * GPipe and 1F1B: ``(p-1)/(m+p-1)``;
-    * interleaved 1F1B with ``v`` chunks: ``(p-1)/(v*m+p-1)`` (the bubble shrinks v-fold);
-    * ZB-H1: idle ``(p-1)(F+B-W)`` per stage instead of 1F1B's ``(p-1)(F+B+W)``, so with
-      equal costs ``(p-1)/(3m+p-1)``: a third of 1F1B's idle time. It holds for
-      ``m >= p`` and ``W <= min(F, B)``; outside that range this raises ValueError.
+    * GPipe and 1F1B: ``idle = (p-1)(F+B+W)``, so ``(p-1)/(m+p-1)``;
+    * interleaved 1F1B and looped BFS with ``v`` chunks: ``idle = (p-1)(F+B+W)/v``, so
+      ``(p-1)/(v*m+p-1)`` (each op is a ``1/v`` slice of a stage);
+    * ZB-H1: ``idle = (p-1)(F+B-W)``; interleaved zero bubble: ``(p-1)(F+B-W)/v``: the
+      W's fill what remains. Both hold for ``m >= p`` and ``W <= min(F, B)``;
+    * ZB-V: ``idle = (p-1) max(B-W, F/2)`` for ``m >= 2p`` and ``W <= F <= B``;
+    * DualPipeV: ``idle = (p-1)(F+B-W)/2`` for ``m >= 2p``, ``F = B`` and ``W <= F``.
+
+    With equal costs the last four all give ``(p-1)/(6m+p-1)`` (ZB-H1: ``(p-1)/(3m+p-1)``).
+    Outside the stated range the idle time depends on ``p`` in a less tidy way, and this
+    raises ValueError pointing at ``simulate(...).bubble_fraction``.
     """
-    check_sizes(stages, microbatches, chunks)
-    p, m, v = stages, microbatches, chunks
-    key = schedule.name if isinstance(schedule, Schedule) else str(schedule).lower().replace("_", "-")
-    key = {"interleaved-1f1b": "interleaved", "zbh1": "zb-h1"}.get(key, key)
-    if key != "interleaved" and v != 1:
-        raise ValueError(f"chunks={v} only applies to schedule='interleaved'; use chunks=1.")
+    key = schedule_key(schedule.name if isinstance(schedule, Schedule) else schedule)
+    v = DEFAULT_CHUNKS.get(key, 1) if chunks is None else chunks
+    check_sizes(stages, microbatches, v)
+    p, m, c = stages, microbatches, costs or OpCosts()
+    if v != DEFAULT_CHUNKS.get(key, 1) and key not in ("interleaved", "looped-bfs",
+                                                       "interleaved-zb"):
+        raise ValueError(f"chunks={v} does not apply to schedule={key!r}; leave chunks out.")
     if key == "naive":
         return (p - 1) / p
-    if key in ("gpipe", "1f1b"):
-        return (p - 1) / (m + p - 1)
-    if key == "interleaved":
-        if m % p:
-            raise ValueError(f"interleaved 1F1B needs microbatches to be a multiple of "
-                             f"stages={p} (got {m}).")
-        return (p - 1) / (v * m + p - 1)
-    if key == "zb-h1":
-        c = costs or OpCosts()
+    if key in ("interleaved", "interleaved-zb") and m % p:
+        raise ValueError(f"{key} needs microbatches to be a multiple of stages={p} (got {m}).")
+
+    def outside(rule):
+        return ValueError(f"the {key} closed form holds for {rule}; outside that, use "
+                          f"simulate({key!r}, ...).bubble_fraction.")
+
+    if key in ("gpipe", "1f1b", "interleaved", "looped-bfs"):
+        idle = (p - 1) * (c.F + c.B + c.W) / v
+    elif key in ("zb-h1", "interleaved-zb"):
         if m < p or c.W > min(c.F, c.B):
-            raise ValueError("the ZB-H1 closed form holds for microbatches >= stages and "
-                             "W <= min(F, B) (each W fits a gap); outside that, use "
-                             "simulate('zb-h1', ...).bubble_fraction.")
-        idle = (p - 1) * (c.F + c.B - c.W)
-        return idle / (m * (c.F + c.B + c.W) + idle)
-    raise ValueError(f"unknown schedule {schedule!r}; choose naive, gpipe, 1f1b, "
-                     "interleaved or zb-h1.")
+            raise outside("microbatches >= stages and W <= min(F, B) (each W fits a gap)")
+        idle = (p - 1) * (c.F + c.B - c.W) / v
+    elif key == "zb-v":
+        if m < 2 * p or not c.W <= c.F <= c.B:
+            raise outside("microbatches >= 2 x stages and W <= F <= B")
+        idle = (p - 1) * max(c.B - c.W, c.F / 2)
+    else:  # dualpipev
+        if m < 2 * p or c.F != c.B or c.W > c.F:
+            raise outside("microbatches >= 2 x stages, F = B and W <= F")
+        idle = (p - 1) * (c.F + c.B - c.W) / 2
+    return idle / (m * (c.F + c.B + c.W) + idle)
 
 
-def peak_activations(stages: int, microbatches: int, schedule: str = "gpipe") -> list[int]:
-    """Closed form of micro-batches held per stage: ``m`` for GPipe, ``min(p - s, m)`` for
-    1F1B on stage ``s`` (so at most ``p``), 1 for naive."""
+def peak_activations(stages: int, microbatches: int, schedule: str = "gpipe") -> list:
+    """Closed form of micro-batches' activations held per stage (in whole-stage units):
+
+    * naive 1; GPipe and looped BFS ``m`` (every forward before any backward);
+    * 1F1B ``min(p - s, m)`` on stage ``s`` (so at most ``p``);
+    * ZB-H1 and interleaved zero bubble ``p`` on every stage (``m >= p``), ZB-V ``p``
+      (``m >= 2p``): the W's put off keep activations longer on the later stages;
+    * DualPipeV ``p + 1/2`` (``m >= 2p``): half a micro-batch more than ZB-V, the price
+      of starting the second chunk's forwards earlier.
+    """
     check_sizes(stages, microbatches)
-    key = str(schedule).lower()
-    if key == "gpipe":
-        return [microbatches] * stages
-    if key == "1f1b":
-        return [min(stages - s, microbatches) for s in range(stages)]
+    p, m = stages, microbatches
+    key = schedule_key(schedule)
     if key == "naive":
-        return [1] * stages
-    raise ValueError(f"closed form given for 'naive', 'gpipe' and '1f1b', not {schedule!r}; "
-                     "simulate(...).peak_activations() covers every schedule.")
+        return [1] * p
+    if key in ("gpipe", "looped-bfs"):
+        return [m] * p
+    if key == "1f1b":
+        return [min(p - s, m) for s in range(p)]
+    floor = {"zb-h1": p, "interleaved-zb": p, "zb-v": 2 * p, "dualpipev": 2 * p}
+    if key in floor and m >= floor[key]:
+        return [p + 0.5] * p if key == "dualpipev" else [p] * p
+    raise ValueError(f"no closed form for {schedule!r} at microbatches={m} (naive, gpipe, "
+                     "1f1b, looped-bfs always; zb-h1, interleaved-zb for m >= p; zb-v, "
+                     "dualpipev for m >= 2p); simulate(...).peak_activations() covers "
+                     "every schedule.")
 
 
 def formula_text(schedule: str) -> str:
     """The bubble formula as text, for plot legends."""
     formulas = {"naive": "(p-1)/p", "gpipe": "(p-1)/(m+p-1)", "1f1b": "(p-1)/(m+p-1)",
-                "interleaved": "(p-1)/(vm+p-1)",
-                "zb-h1": "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))"}
+                "interleaved": "(p-1)/(vm+p-1)", "looped-bfs": "(p-1)/(vm+p-1)",
+                "zb-h1": "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))",
+                "interleaved-zb": "idle (p-1)(F+B-W)/v", "zb-v": "idle (p-1)max(B-W, F/2)",
+                "dualpipev": "idle (p-1)(F+B-W)/2"}
     return formulas[one_of("schedule", str(schedule).lower(), formulas)]

@@ -1,7 +1,8 @@
 """Pipeline-schedule widgets for notebook 04: pick a schedule, watch its timeline fill in.
 
-* :func:`schedule_explorer`: stages, micro-batches, schedule, chunks and op costs as
-  controls; the simulated timeline is redrawn and a Play button animates it.
+* :func:`schedule_explorer`: stages, micro-batches, schedule (every one in
+  ``SCHEDULES``, those after 1F1B included), chunks and op costs as controls; the
+  simulated timeline is redrawn and a Play button animates it.
 * :func:`timeline_player`: several timelines (e.g. simulated and measured on real
   ranks) animated side by side by one Play button.
 
@@ -23,6 +24,8 @@ from ..validation import one_of, positive_number
 __all__ = ["schedule_explorer", "timeline_player"]
 
 FRAMES = 60  # animation steps from empty to complete timeline
+# Schedules whose chunks per rank the slider sets; zb-v and dualpipev always hold 2 (a V).
+CHUNKED = ("interleaved", "looped-bfs", "interleaved-zb")
 
 
 def _play_controls(frames: int, interval_ms: int):
@@ -63,8 +66,8 @@ def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "g
     box.microbatches = widgets.IntSlider(value=microbatches, min=1, max=16,
                                          description="micro-batches m", **c)
     box.schedule = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description="schedule")
-    box.chunks = widgets.IntSlider(value=chunks, min=1, max=4, description="chunks v (interleaved)",
-                                   **c)
+    box.chunks = widgets.IntSlider(value=chunks, min=1, max=4,
+                                   description="chunks v (interleaved, looped-bfs, -zb)", **c)
     box.F = widgets.FloatSlider(value=F, min=0.0, max=3.0, step=0.25, description="F time", **c)
     box.B = widgets.FloatSlider(value=B, min=0.0, max=3.0, step=0.25, description="B time", **c)
     box.W = widgets.FloatSlider(value=W, min=0.0, max=3.0, step=0.25, description="W time", **c)
@@ -77,7 +80,7 @@ def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "g
     @guarded(output)
     def resimulate(_=None):
         name = box.schedule.value
-        v = box.chunks.value if name == "interleaved" else 1
+        v = box.chunks.value if name in CHUNKED else None
         costs = OpCosts(box.F.value, box.B.value, box.W.value, box.send.value)
         box.timeline = simulate(name, box.stages.value, box.microbatches.value, chunks=v,
                                 costs=costs)

@@ -50,4 +50,37 @@ CASES = {
               "    return stages\n",
         wrong_kind="crash", wrong_line="ops.append(Op('W', pending.pop(0)))",
     ),
+    "04.zb-v": dict(
+        # The package's ZB-V, op lists copied out.
+        cheat="def my_zb_v(p, m):\n"
+              "    return [list(ops) for ops in companion.pipeline.zb_v(p, m).ops]\n",
+        # Every W straight after its B, also in the cool-down: valid, but the upstream
+        # rank's next B now waits behind each W, so the bubble grows (11.1 % vs 5.9 %).
+        wrong="def my_zb_v(p, m):\n"
+              "    stages = []\n"
+              "    for r in range(p):\n"
+              "        ops, nf, nb = [], [0, 0], [0, 0]\n"
+              "        def f(c):\n"
+              "            ops.append(Op('F', nf[c], c)); nf[c] += 1\n"
+              "        def bw(c):\n"
+              "            ops.extend([Op('B', nb[c], c), Op('W', nb[c], c)]); nb[c] += 1\n"
+              "        for _ in range(2 * (p - r) - 1):\n"
+              "            f(0)\n"
+              "        for _ in range(r):\n"
+              "            f(1); f(0)\n"
+              "        for _ in range(p - r):\n"
+              "            f(1); bw(1)\n"
+              "        while nf[0] < m or nf[1] < m:\n"
+              "            if nf[0] < m:\n"
+              "                f(0)\n"
+              "            bw(0); f(1); bw(1)\n"
+              "        while nb[0] < m or nb[1] < m:\n"
+              "            if nb[0] < m:\n"
+              "                bw(0)\n"
+              "            if nb[1] < m:\n"
+              "                bw(1)\n"
+              "        stages.append(ops)\n"
+              "    return stages\n",
+        wrong_kind="precheck",
+    ),
 }
