@@ -51,8 +51,9 @@ def draw_timeline(ax, timeline: Timeline, until: float | None = None, title: str
                 hatch=style["hatch"], edgecolor="black", linewidth=0.6)
         if label_ops and (right - e.start) > 0.5 * (e.end - e.start) and span > 0:
             width_share = (e.end - e.start) / span
-            if width_share > 0.018:
-                text = f"{e.op.kind}{e.op.microbatch}" + (f".{e.op.chunk}" if timeline.chunks > 1 else "")
+            text = f"{e.op.kind}{e.op.microbatch}" + (f".{e.op.chunk}" if timeline.chunks > 1 else "")
+            # A label wider than its box would run into the next one's: leave it out.
+            if width_share > max(0.018, 0.0065 * len(text)):
                 ax.text((e.start + right) / 2 - t0, e.stage, text, ha="center", va="center",
                         fontsize=8 if width_share < 0.03 else 10, color="black")
     ax.set_ylim(timeline.stages - 0.5, -0.5)
