@@ -41,6 +41,7 @@ from companion.collectives import demos, primitives
 from companion.pipeline import torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
+from companion import roofline as RL
 from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
@@ -375,6 +376,26 @@ CASES = [
     Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
     Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
     Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
+    # --- when parallelism pays: the roofline rules (notebook 10) -------------------------
+    Case("matmul_flops/b-zero", RL.matmul_flops, (0, 8, 8), {}, ValueError, r"\bb\b"),
+    Case("matmul_bytes/bytes-zero", RL.matmul_bytes, (8, 8, 8, 0), {}, ValueError, "bytes_per_element"),
+    Case("matmul_intensity/f-float", RL.matmul_intensity, (8, 8, 2.5), {}, ValueError, r"\bf\b"),
+    Case("matmul_time/hbm-nan", RL.matmul_time, (8, 8, 8, 1e15, NAN), {}, ValueError, "hbm_bandwidth"),
+    Case("hbm_critical_batch/flops-zero", RL.hbm_critical_batch, (0, 3e12), {}, ValueError, "peak_flops"),
+    Case("collective_bandwidth/chip", RL.collective_bandwidth, ("H200", False), {}, ValueError, "H200"),
+    Case("collective_bandwidth/across-str", RL.collective_bandwidth, ("H100", "yes"), {}, TypeError, "across_nodes"),
+    Case("dp_critical_tokens/bandwidth-zero", RL.dp_critical_tokens, (1e15, 0), {}, ValueError, "bandwidth"),
+    Case("dp_critical_tokens/ring-one", RL.dp_critical_tokens, (1e15, 4e11), {"ring_size": 1}, ValueError, "ring_size"),
+    Case("tp_max_degree/d_ff-zero", RL.tp_max_degree, (0, 1e15, 4e11), {}, ValueError, "d_ff"),
+    Case("fsdp_tp_split/devices-zero", RL.fsdp_tp_split, (1e6, 28672, 0), {}, ValueError, "devices"),
+    Case("fsdp_tp_best_degrees/not-power", RL.fsdp_tp_best_degrees, (1e6, 28672, 24), {}, ValueError, "devices"),
+    Case("fsdp_tp_min_tokens/mx-zero", RL.fsdp_tp_min_tokens, (1e15, 4e11, 28672), {"mx": 0}, ValueError, "mx"),
+    Case("layer_times/strategy", RL.layer_times, ("pp", 1e6, 8192, 28672, 1e15, 4e11), {}, ValueError, "strategy"),
+    Case("layer_times/tp-with-x", RL.layer_times, ("tp", 1e6, 8192, 28672, 1e15, 4e11), {"x": 2}, ValueError, "fsdp_tp"),
+    Case("pp_comm_time/one-stage", RL.pp_comm_time, (1e6, 8192, 5e10, 4, 1), {}, ValueError, "stages"),
+    Case("pp_comm_ratio/layers-zero", RL.pp_comm_ratio, (8192, 1e9, 0, 1e15, 5e10), {}, ValueError, "layers_per_stage"),
+    Case("ep_comm_time/inside-domain", RL.ep_comm_time, (1e6, 7168, 8, 8, 4e11), {"domain": 8}, ValueError, "ep_degree"),
+    Case("ep_min_d_ff/k-zero", RL.ep_min_d_ff, (0, 16, 1e15, 4e11), {}, ValueError, "experts_per_token"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
     Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
     Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),
