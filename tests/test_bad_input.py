@@ -49,10 +49,10 @@ from companion.widgets.prediction import prediction as wprediction
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
-wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo = (
+wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
     ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero",
-     "topology"))
+     "topology", "roofline"))
 
 NAN, INF = math.nan, math.inf
 
@@ -396,6 +396,9 @@ CASES = [
     Case("pp_comm_ratio/layers-zero", RL.pp_comm_ratio, (8192, 1e9, 0, 1e15, 5e10), {}, ValueError, "layers_per_stage"),
     Case("ep_comm_time/inside-domain", RL.ep_comm_time, (1e6, 7168, 8, 8, 4e11), {"domain": 8}, ValueError, "ep_degree"),
     Case("ep_min_d_ff/k-zero", RL.ep_min_d_ff, (0, 16, 1e15, 4e11), {}, ValueError, "experts_per_token"),
+    Case("roofline_closed_forms/d_ff-zero", CS.roofline_closed_forms, (1e15, 4e11, 0, 1e6, 8), {}, ValueError, "d_ff"),
+    Case("roofline_explorer/devices", wroof.roofline_explorer, (), {"devices": 100}, ValueError, "devices"),
+    Case("roofline_explorer/model", wroof.roofline_explorer, ("GPT-4",), {}, ValueError, "GPT-4"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
     Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
     Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),
