@@ -41,7 +41,7 @@ from torch.utils.checkpoint import checkpoint
 
 from . import models
 from .memory import activation_memory_per_layer
-from .validation import one_of, positive_int
+from .validation import one_of, positive_int, preflight
 
 __all__ = ["POLICIES", "recomputation", "ActivationMeter", "expected_bytes_per_layer",
            "recompute_run", "recompute_table", "fit_in_budget"]
@@ -202,6 +202,13 @@ def _check_sizes(seq_len, d_model, n_heads, n_layers, micro_batches, repeats):
         positive_int("micro_batches", b, "pass sequences per micro-batch, e.g. (1, 2, 4).")
 
 
+def _preflight(micro_batches, policies, seq_len, d_model, n_heads, n_layers, repeats):
+    _check_sizes(seq_len, d_model, n_heads, n_layers, micro_batches, repeats)
+    for p in policies:
+        one_of("policies", p, POLICIES, "use 'none', 'selective' or 'full'.")
+
+
+@preflight(_preflight)
 def recompute_run(micro_batches=(4,), policies=POLICIES, seq_len: int = 64, d_model: int = 64,
                   n_heads: int = 4, n_layers: int = 2, repeats: int = 3, seed: int = 0) -> list:
     """Rank function: each policy at each micro-batch on this rank, the model in DDP.
@@ -216,9 +223,7 @@ def recompute_run(micro_batches=(4,), policies=POLICIES, seq_len: int = 64, d_mo
     from .data import CharCorpus
     from .ddp import DDP
 
-    _check_sizes(seq_len, d_model, n_heads, n_layers, micro_batches, repeats)
-    for p in policies:
-        one_of("policies", p, POLICIES)
+    _preflight(micro_batches, policies, seq_len, d_model, n_heads, n_layers, repeats)
     n = dist.get_world_size() if dist.is_initialized() else 1
     rank = dist.get_rank() if dist.is_initialized() else 0
     corpus = CharCorpus()
