@@ -46,6 +46,7 @@ from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
+from companion import batch_size as BS, recompute as RC
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
@@ -87,6 +88,11 @@ def cli_under_torchrun(argv):
 
 def launch(fn, *args, **kwargs):
     return companion.launch(fn, *args, **kwargs)
+
+
+def enter_recomputation(model, policy):
+    with RC.recomputation(model, policy):
+        pass
 
 
 LINEAR = nn.Linear(8, 6)  # 6 output features: not divisible by 4 ranks
@@ -535,6 +541,30 @@ CASES = [
     Case("cli/torchrun-set-numel-zero", cli_under_torchrun, (["run", "collectives_traffic_sweep", "--set", "numel=0"],), {}, SystemExit, "numel"),
     Case("cli/torchrun-mesh", cli_under_torchrun, (["run", "hybrid_pp_dp"],), {}, SystemExit, "world_size=4"),
     Case("cli/unknown-command", cli, (["train"],), {}, SystemExit, "train|command"),
+    # --- batch size as a resource and recomputation (notebook 10) -------------------------
+    Case("max_dp_ranks/zero", BS.max_dp_ranks, (0,), {}, ValueError, "global_batch"),
+    Case("split_batch/dp-exceeds-batch", BS.split_batch, (8, 16), {}, ValueError, "at most 8 data-parallel"),
+    Case("split_batch/micro_batch", BS.split_batch, (64, 8, 3), {}, ValueError, "micro_batch"),
+    Case("sequences_per_step/tokens-nan", BS.sequences_per_step, (NAN, 2048), {}, ValueError, "tokens_per_step"),
+    Case("dp_limit_table/unknown-model", BS.dp_limit_table, (["GPT-5"],), {}, ValueError, "models"),
+    Case("large_batch_reference/dtype", BS.large_batch_reference, (), {"dtype": "float16"}, ValueError, "dtype"),
+    Case("gradient_accumulation_demo/k-not-dividing", BS.gradient_accumulation_demo, (), {"global_batch": 64, "accumulation_steps": 5}, ValueError, "accumulation_steps"),
+    Case("gradient_accumulation_demo/more-ranks-than-batch", BS.gradient_accumulation_demo, (), {"world_size": 4, "global_batch": 2}, ValueError, "at most 2"),
+    Case("accumulation_run/steps-zero", companion.launch, (BS.accumulation_run,), {"steps": 0}, ValueError, "steps"),
+    Case("steps_to_target/batch-too-big", BS.steps_to_target, (4096, 0.01), {}, ValueError, "batch_size"),
+    Case("critical_batch_sweep/unsorted", BS.critical_batch_sweep, ((64, 8, 16),), {}, ValueError, "batch_sizes"),
+    Case("critical_batch_sweep/lr-negative", BS.critical_batch_sweep, (), {"lrs": (-1.0, 0.1)}, ValueError, "lrs"),
+    Case("fit_critical_batch/one-row", BS.fit_critical_batch, ([{"batch": 8, "steps": 10}],), {}, ValueError, "rows"),
+    Case("gradient_noise_scale/not-model", BS.gradient_noise_scale, ("mlp", TENSOR, TENSOR), {}, TypeError, "model"),
+    Case("recomputation/policy", enter_recomputation, (models.TinyTransformer(), "half"), {}, ValueError, "policy"),
+    Case("recomputation/not-transformer", enter_recomputation, (LINEAR, "full"), {}, TypeError, "model"),
+    Case("expected_bytes_per_layer/bytes", RC.expected_bytes_per_layer, (64, 1, 64, 4), {"bytes_per_element": 0}, ValueError, "bytes_per_element"),
+    Case("expected_bytes_per_layer/policy", RC.expected_bytes_per_layer, (64, 1, 64, 4, "half"), {}, ValueError, "recompute"),
+    Case("recompute_run/heads", companion.launch, (RC.recompute_run,), {"n_heads": 3}, ValueError, "n_heads"),
+    Case("recompute_run/policy", RC.recompute_run, (), {"policies": ("none", "most")}, ValueError, "policies"),
+    Case("recompute_table/micro_batches-empty", RC.recompute_table, (), {"micro_batches": ()}, ValueError, "micro_batches"),
+    Case("recompute_table/world_size", RC.recompute_table, (0,), {}, ValueError, "world_size"),
+    Case("fit_in_budget/budget", RC.fit_in_budget, ([{"policy": "none", "micro_batch": 1, "stored_total": 1}], -1), {}, ValueError, "budget_bytes"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the
