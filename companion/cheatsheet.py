@@ -35,7 +35,7 @@ __all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
            "TP_COLLECTIVES_PER_LAYER", "tp_bytes_per_layer", "activation_closed_form",
            "attention_bytes", "COMPRESSION_FORMULAS", "compressed_bytes", "measured_bytes",
            "dga_step_time", "modeled_step_time", "mfu", "PLANNER_RULES", "markdown_table",
-           "recorded_run"]
+           "recorded_run", "ROOFLINE_RULES", "roofline_closed_forms"]
 
 # --- 1. Collectives under the alpha-beta model (notebooks 01 and 02) -------------------
 # algorithm -> (a, b) of T(n) = a alpha + b n / beta, as text, for N a power of two.
@@ -301,6 +301,31 @@ def recorded_run(numel: int = 840, seq: int = 16, heads: int = 4, head_dim: int 
         r = tensor_parallel.compare_with_reference(kind="block", sequence_parallel=sp)
         out[mode] = {k: r[k] for k in keep}
     return out
+
+
+# --- 9. When parallelism pays (notebook 10): T_comm < T_math solved for one quantity -----
+ROOFLINE_RULES = [  # (strategy, compute-bound when, what cancels)
+    ("matmul on one chip", "B > C / W_hbm (bf16)", "D, F (B << D, F)"),
+    ("DP / FSDP", "tokens per device B / X > C / (W M_X)", "D, F"),
+    ("TP (Megatron MLP)", "Y < M_Y F W / C", "B, D"),
+    ("FSDP x TP, best split", "X = sqrt(B N M_X / (F M_Y)); B / N > (C / W)^2 / (M_X M_Y F)", "D"),
+    ("PP hop", "bytes D C / (2 P L W) < 1 (P params per layer, L layers per stage)", "B"),
+]
+
+
+def roofline_closed_forms(peak_flops: float, bandwidth: float, d_ff: int,
+                          batch_tokens: float, devices: int) -> dict:
+    """The rules of ``ROOFLINE_RULES`` written out (one mesh axis each), for the test that
+    holds them against ``companion.roofline``."""
+    for name, v in (("peak_flops", peak_flops), ("bandwidth", bandwidth),
+                    ("batch_tokens", batch_tokens)):
+        positive_number(name, v, f"pass {name} as a positive number.")
+    positive_int("d_ff", d_ff, "pass the MLP width F.")
+    positive_int("devices", devices, "pass the number of devices N.")
+    alpha = peak_flops / bandwidth
+    return {"dp_critical_tokens": alpha, "tp_max_degree": d_ff / alpha,
+            "fsdp_tp_split": min(max(math.sqrt(batch_tokens * devices / d_ff), 1), devices),
+            "fsdp_tp_min_tokens": alpha ** 2 / d_ff}
 
 
 def markdown_table(headers, rows) -> str:

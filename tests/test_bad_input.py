@@ -42,17 +42,19 @@ from companion import topology as TOP
 from companion.pipeline import boundary_bytes, torch_ops, torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
+from companion import roofline as RL
 from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
+from companion import batch_size as BS, recompute as RC
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
-wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo = (
+wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
     ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero",
-     "topology"))
+     "topology", "roofline"))
 
 NAN, INF = math.nan, math.inf
 
@@ -92,6 +94,11 @@ def enter_emulate(cluster):
 
 def launch(fn, *args, **kwargs):
     return companion.launch(fn, *args, **kwargs)
+
+
+def enter_recomputation(model, policy):
+    with RC.recomputation(model, policy):
+        pass
 
 
 LINEAR = nn.Linear(8, 6)  # 6 output features: not divisible by 4 ranks
@@ -392,6 +399,29 @@ CASES = [
     Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
     Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
     Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
+    # --- when parallelism pays: the roofline rules (notebook 10) -------------------------
+    Case("matmul_flops/b-zero", RL.matmul_flops, (0, 8, 8), {}, ValueError, r"\bb\b"),
+    Case("matmul_bytes/bytes-zero", RL.matmul_bytes, (8, 8, 8, 0), {}, ValueError, "bytes_per_element"),
+    Case("matmul_intensity/f-float", RL.matmul_intensity, (8, 8, 2.5), {}, ValueError, r"\bf\b"),
+    Case("matmul_time/hbm-nan", RL.matmul_time, (8, 8, 8, 1e15, NAN), {}, ValueError, "hbm_bandwidth"),
+    Case("hbm_critical_batch/flops-zero", RL.hbm_critical_batch, (0, 3e12), {}, ValueError, "peak_flops"),
+    Case("collective_bandwidth/chip", RL.collective_bandwidth, ("H200", False), {}, ValueError, "H200"),
+    Case("collective_bandwidth/across-str", RL.collective_bandwidth, ("H100", "yes"), {}, TypeError, "across_nodes"),
+    Case("dp_critical_tokens/bandwidth-zero", RL.dp_critical_tokens, (1e15, 0), {}, ValueError, "bandwidth"),
+    Case("dp_critical_tokens/ring-one", RL.dp_critical_tokens, (1e15, 4e11), {"ring_size": 1}, ValueError, "ring_size"),
+    Case("tp_max_degree/d_ff-zero", RL.tp_max_degree, (0, 1e15, 4e11), {}, ValueError, "d_ff"),
+    Case("fsdp_tp_split/devices-zero", RL.fsdp_tp_split, (1e6, 28672, 0), {}, ValueError, "devices"),
+    Case("fsdp_tp_best_degrees/not-power", RL.fsdp_tp_best_degrees, (1e6, 28672, 24), {}, ValueError, "devices"),
+    Case("fsdp_tp_min_tokens/mx-zero", RL.fsdp_tp_min_tokens, (1e15, 4e11, 28672), {"mx": 0}, ValueError, "mx"),
+    Case("layer_times/strategy", RL.layer_times, ("pp", 1e6, 8192, 28672, 1e15, 4e11), {}, ValueError, "strategy"),
+    Case("layer_times/tp-with-x", RL.layer_times, ("tp", 1e6, 8192, 28672, 1e15, 4e11), {"x": 2}, ValueError, "fsdp_tp"),
+    Case("pp_comm_time/one-stage", RL.pp_comm_time, (1e6, 8192, 5e10, 4, 1), {}, ValueError, "stages"),
+    Case("pp_comm_ratio/layers-zero", RL.pp_comm_ratio, (8192, 1e9, 0, 1e15, 5e10), {}, ValueError, "layers_per_stage"),
+    Case("ep_comm_time/inside-domain", RL.ep_comm_time, (1e6, 7168, 8, 8, 4e11), {"domain": 8}, ValueError, "ep_degree"),
+    Case("ep_min_d_ff/k-zero", RL.ep_min_d_ff, (0, 16, 1e15, 4e11), {}, ValueError, "experts_per_token"),
+    Case("roofline_closed_forms/d_ff-zero", CS.roofline_closed_forms, (1e15, 4e11, 0, 1e6, 8), {}, ValueError, "d_ff"),
+    Case("roofline_explorer/devices", wroof.roofline_explorer, (), {"devices": 100}, ValueError, "devices"),
+    Case("roofline_explorer/model", wroof.roofline_explorer, ("GPT-4",), {}, ValueError, "GPT-4"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
     Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
     Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),
@@ -564,6 +594,30 @@ CASES = [
     Case("launch/time_collectives-world-size", launch, (TOP.time_collectives,), {"world_size": 3}, ValueError, "world_size=3"),
     Case("launch/time_collectives-layout", launch, (TOP.time_collectives,), {"layout": "mesh", "world_size": 4}, ValueError, "layout"),
     Case("cli/set-topology-nbytes", cli, (["run", "topology_timing", "--world-size", "4", "--set", "nbytes=0"],), {}, SystemExit, "nbytes"),
+    # --- batch size as a resource and recomputation (notebook 10) -------------------------
+    Case("max_dp_ranks/zero", BS.max_dp_ranks, (0,), {}, ValueError, "global_batch"),
+    Case("split_batch/dp-exceeds-batch", BS.split_batch, (8, 16), {}, ValueError, "at most 8 data-parallel"),
+    Case("split_batch/micro_batch", BS.split_batch, (64, 8, 3), {}, ValueError, "micro_batch"),
+    Case("sequences_per_step/tokens-nan", BS.sequences_per_step, (NAN, 2048), {}, ValueError, "tokens_per_step"),
+    Case("dp_limit_table/unknown-model", BS.dp_limit_table, (["GPT-5"],), {}, ValueError, "models"),
+    Case("large_batch_reference/dtype", BS.large_batch_reference, (), {"dtype": "float16"}, ValueError, "dtype"),
+    Case("gradient_accumulation_demo/k-not-dividing", BS.gradient_accumulation_demo, (), {"global_batch": 64, "accumulation_steps": 5}, ValueError, "accumulation_steps"),
+    Case("gradient_accumulation_demo/more-ranks-than-batch", BS.gradient_accumulation_demo, (), {"world_size": 4, "global_batch": 2}, ValueError, "at most 2"),
+    Case("accumulation_run/steps-zero", companion.launch, (BS.accumulation_run,), {"steps": 0}, ValueError, "steps"),
+    Case("steps_to_target/batch-too-big", BS.steps_to_target, (4096, 0.01), {}, ValueError, "batch_size"),
+    Case("critical_batch_sweep/unsorted", BS.critical_batch_sweep, ((64, 8, 16),), {}, ValueError, "batch_sizes"),
+    Case("critical_batch_sweep/lr-negative", BS.critical_batch_sweep, (), {"lrs": (-1.0, 0.1)}, ValueError, "lrs"),
+    Case("fit_critical_batch/one-row", BS.fit_critical_batch, ([{"batch": 8, "steps": 10}],), {}, ValueError, "rows"),
+    Case("gradient_noise_scale/not-model", BS.gradient_noise_scale, ("mlp", TENSOR, TENSOR), {}, TypeError, "model"),
+    Case("recomputation/policy", enter_recomputation, (models.TinyTransformer(), "half"), {}, ValueError, "policy"),
+    Case("recomputation/not-transformer", enter_recomputation, (LINEAR, "full"), {}, TypeError, "model"),
+    Case("expected_bytes_per_layer/bytes", RC.expected_bytes_per_layer, (64, 1, 64, 4), {"bytes_per_element": 0}, ValueError, "bytes_per_element"),
+    Case("expected_bytes_per_layer/policy", RC.expected_bytes_per_layer, (64, 1, 64, 4, "half"), {}, ValueError, "recompute"),
+    Case("recompute_run/heads", companion.launch, (RC.recompute_run,), {"n_heads": 3}, ValueError, "n_heads"),
+    Case("recompute_run/policy", RC.recompute_run, (), {"policies": ("none", "most")}, ValueError, "policies"),
+    Case("recompute_table/micro_batches-empty", RC.recompute_table, (), {"micro_batches": ()}, ValueError, "micro_batches"),
+    Case("recompute_table/world_size", RC.recompute_table, (0,), {}, ValueError, "world_size"),
+    Case("fit_in_budget/budget", RC.fit_in_budget, ([{"policy": "none", "micro_batch": 1, "stored_total": 1}], -1), {}, ValueError, "budget_bytes"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the

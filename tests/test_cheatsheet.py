@@ -171,3 +171,16 @@ def test_recorded_run_on_real_ranks_matches_the_formulas():
         for mode, sp in (("tp", False), ("tp+sp", True)):
             assert {ph: r[mode][ph] for ph in ("forward", "backward")} == cs.TP_COLLECTIVES_PER_LAYER[mode]
             assert r[mode]["forward_bytes"] == cs.tp_bytes_per_layer(2, 8, 16, p, 8, sp)
+
+
+@pytest.mark.parametrize("chip, across", [("H100", False), ("H100", True), ("A100", True), ("B200", False)])
+def test_roofline_closed_forms_equal_companion_roofline(chip, across):
+    from companion import hardware, roofline
+    c, w = hardware.accelerator(chip).flops, roofline.collective_bandwidth(chip, across)
+    for f, b, n in ((28_672, 2 ** 20, 128), (53_248, 2 ** 24, 16_384), (3072, 1e4, 8)):
+        forms = cs.roofline_closed_forms(c, w, f, b, n)
+        assert forms["dp_critical_tokens"] == pytest.approx(roofline.dp_critical_tokens(c, w))
+        assert forms["tp_max_degree"] == pytest.approx(roofline.tp_max_degree(f, c, w))
+        assert forms["fsdp_tp_split"] == pytest.approx(roofline.fsdp_tp_split(b, f, n))
+        assert forms["fsdp_tp_min_tokens"] == pytest.approx(roofline.fsdp_tp_min_tokens(c, w, f))
+    assert len(cs.ROOFLINE_RULES) == 5 and all(len(r) == 3 for r in cs.ROOFLINE_RULES)

@@ -198,3 +198,43 @@ def test_notebook_11_topology_player_replays_the_recorded_ring(lab, browser):
     finally:
         page.close()
         _shutdown_kernels(lab)
+
+
+def test_roofline_explorer_responds_as_a_student_uses_it(lab, workdir, browser):
+    """Notebook 10's FSDP x TP explorer in JupyterLab: choosing another FSDP degree and
+    moving the batch slider change the readout and the verdict, with no error."""
+    import nbformat
+    scratch = workdir / "scratch_roofline_explorer.ipynb"
+    # With a kernelspec, JupyterLab starts the kernel instead of asking which one.
+    meta = json.loads((workdir / "10_when_parallelism_pays.ipynb").read_text())["metadata"]
+    nbformat.write(nbformat.v4.new_notebook(metadata=meta, cells=[nbformat.v4.new_code_cell(
+        "%matplotlib inline\nimport companion\n"
+        "box = companion.widgets.roofline_explorer('Llama-3 70B', 'H100', 128, 2**20)\nbox")]),
+        scratch)
+    page = _new_page(browser)
+    try:
+        page.goto(f"{lab.url}/lab/workspaces/roofline/tree/{scratch.name}?reset&token={lab.token}",
+                  timeout=60_000)
+        _run_all_cells(page)
+        readout = page.locator(".widget-html-content", has_text="tokens per device")
+        readout.wait_for()
+        assert "X = 128, Y = 1" in readout.inner_text()
+        page.locator(".widget-dropdown", has_text="FSDP X").locator("select").select_option(label="16")
+        page.wait_for_function("() => [...document.querySelectorAll('.widget-html-content')]"
+                               ".some(e => e.innerText.includes('X = 16, Y = 8'))", timeout=30_000)
+        before = readout.inner_text()
+        handle = page.locator(".widget-hslider", has_text="batch").locator(".noUi-handle")
+        handle.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowLeft")
+        page.wait_for_function("b => [...document.querySelectorAll('.widget-html-content')]"
+                               ".some(e => e.innerText.includes('tokens per device') && e.innerText !== b)",
+                               arg=before, timeout=30_000)
+        assert errors_on_page(page) == [], "the explorer shows an error in the browser"
+        page.screenshot(path=str(ARTIFACTS / "lab-roofline-explorer.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "FAILED-lab-roofline-explorer.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+        _shutdown_kernels(lab)

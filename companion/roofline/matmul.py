@@ -1,0 +1,87 @@
+"""The roofline of one matmul, and the bandwidth a device's collectives get.
+
+Taught in notebook 10 (``notebooks/10_when_parallelism_pays.ipynb``, section 1).
+
+A matmul ``[B, D] x [D, F]`` does ``2 B D F`` FLOPs (one multiply and one add per
+term) and, in bf16, reads ``2 (B D + D F)`` bytes and writes ``2 B F``. Its time on one
+chip is at least ``max(FLOPs / C, bytes / W_hbm)``: compute-bound when the arithmetic
+intensity ``FLOPs / bytes`` exceeds the chip's ``C / W_hbm``. For ``B << D, F`` the
+intensity is about ``B``, so a chip needs about ``C / W_hbm`` tokens per matmul (the
+scaling book's "B > 240" for a TPU v5e, https://jax-ml.github.io/scaling-book/roofline/).
+
+The parallel rules (:mod:`.rules`) are the same argument one level up: the "memory" is
+the network, ``W`` its bandwidth, and the bytes are weights (DP/FSDP) or activations
+(TP, PP, EP).
+"""
+from __future__ import annotations
+
+from .. import hardware
+from ..validation import positive_int, positive_number
+
+__all__ = ["matmul_flops", "matmul_bytes", "matmul_intensity", "matmul_time",
+           "hbm_critical_batch", "collective_bandwidth"]
+
+
+def _dims(b, d, f):
+    for name, v in (("b", b), ("d", d), ("f", f)):
+        positive_int(name, v, f"pass the matmul's {name} dimension as a whole number >= 1.")
+
+
+def matmul_flops(b: int, d: int, f: int) -> float:
+    """``2 b d f``: FLOPs of ``[b, d] x [d, f]``."""
+    _dims(b, d, f)
+    return 2.0 * b * d * f
+
+
+def matmul_bytes(b: int, d: int, f: int, bytes_per_element: int = 2) -> float:
+    """Bytes a matmul must move through HBM at least once: both inputs and the output."""
+    _dims(b, d, f)
+    positive_int("bytes_per_element", bytes_per_element, "2 for bf16, 4 for fp32.")
+    return float(bytes_per_element) * (b * d + d * f + b * f)
+
+
+def matmul_intensity(b: int, d: int, f: int, bytes_per_element: int = 2) -> float:
+    """FLOPs per byte of HBM traffic; about ``b`` when ``b << d, f`` (in bf16)."""
+    return matmul_flops(b, d, f) / matmul_bytes(b, d, f, bytes_per_element)
+
+
+def matmul_time(b: int, d: int, f: int, peak_flops: float, hbm_bandwidth: float,
+                bytes_per_element: int = 2) -> dict:
+    """``{"compute": s, "memory": s, "time": max, "bound": "compute" | "memory"}``:
+    the roofline lower bound of one matmul on one chip."""
+    positive_number("peak_flops", peak_flops, "pass the chip's FLOP/s, e.g. 989e12.")
+    positive_number("hbm_bandwidth", hbm_bandwidth, "pass the chip's HBM bytes/s, e.g. 3.35e12.")
+    t_c = matmul_flops(b, d, f) / peak_flops
+    t_m = matmul_bytes(b, d, f, bytes_per_element) / hbm_bandwidth
+    return {"compute": t_c, "memory": t_m, "time": max(t_c, t_m),
+            "bound": "compute" if t_c >= t_m else "memory"}
+
+
+def hbm_critical_batch(peak_flops: float, hbm_bandwidth: float,
+                       bytes_per_element: int = 2) -> float:
+    """Tokens a matmul needs to be compute-bound on one chip when ``b << d, f``:
+    ``2 b d f / (bytes d f) > C / W_hbm`` gives ``b > bytes * C / (2 W_hbm)``
+    (``C / W_hbm`` in bf16)."""
+    positive_number("peak_flops", peak_flops, "pass the chip's FLOP/s, e.g. 989e12.")
+    positive_number("hbm_bandwidth", hbm_bandwidth, "pass the chip's HBM bytes/s.")
+    positive_int("bytes_per_element", bytes_per_element, "2 for bf16, 4 for fp32.")
+    return bytes_per_element * peak_flops / (2 * hbm_bandwidth)
+
+
+def collective_bandwidth(chip: str, across_nodes: bool) -> float:
+    """``W_collective`` (bytes/s, per direction) of one device's collectives, from
+    :mod:`companion.hardware`: its scale-up link inside a node (NVLink, 450 GB/s for an
+    H100), or, across nodes, its node's egress: every GPU of the node drives its own NIC
+    in a hierarchical collective (8 x 50 GB/s = 400 GB/s on a DGX H100), the scaling
+    book's GPU chapter and ``companion.planner.links``.
+
+    For a TPU the fast domain is a 3D torus: one mesh axis gets a third of the chip's
+    ICI (two of its six links), 200 GB/s per direction on a v5p from Google's figure.
+    The scaling book's training chapter uses its own, older per-axis figure,
+    ``W_ici = 1.8e11`` B/s; its worked examples are tested on that constant."""
+    a = hardware.accelerator(chip)
+    if not isinstance(across_nodes, bool):
+        raise TypeError(f"across_nodes must be True or False, got {across_nodes!r}.")
+    if across_nodes:
+        return a.scale_out.value * a.per_node
+    return a.scale_up.value / 3 if "torus" in a.scale_up_name else a.scale_up.value

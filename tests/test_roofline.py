@@ -1,0 +1,150 @@
+"""companion.roofline against the published worked examples, on the sources' own constants.
+
+Sources: the scaling book's training chapter (TPU v5p; BOOK_T) and GPU chapter (H100;
+BOOK_G), https://jax-ml.github.io/scaling-book/ , and the Ultra-Scale Playbook's appendix
+A3 (PLAYBOOK). Each test names the sentence it reproduces.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from companion import hardware, planner, roofline as rl
+
+BOOK_T = "https://jax-ml.github.io/scaling-book/training/"
+BOOK_G = "https://jax-ml.github.io/scaling-book/gpus/"
+V5P_C, V5P_W = 4.59e14, 1.8e11      # BOOK_T: "C=4.6e14 and W=2 * 9e10 ... over ICI"
+H100_C = 990e12                     # BOOK_G rounds the H100's 989 TFLOP/s to 990e12
+
+
+def test_dp_critical_tokens_tpu_v5p_scaling_book():
+    # BOOK_T: "our batch size per chip must be at least 2,550"; three axes: "BS=850".
+    assert rl.dp_critical_tokens(V5P_C, V5P_W) == pytest.approx(2550, rel=2e-3)
+    assert rl.dp_critical_tokens(V5P_C, V5P_W, mx=3) == pytest.approx(850, rel=2e-3)
+    # BOOK_T: LLaMA-3 70B, 16M tokens "over roughly 16e6 / (2550 / 3) = 18,823 chips";
+    # DeepSeek-V2's 40M tokens: "roughly 47,000 chips".
+    assert 16e6 / rl.dp_critical_tokens(4.6e14, V5P_W, mx=3) == pytest.approx(18_823, rel=3e-3)
+    assert 40e6 / rl.dp_critical_tokens(V5P_C, V5P_W, mx=3) == pytest.approx(47_000, rel=0.01)
+
+
+def test_dp_critical_tokens_h100_scaling_book():
+    # BOOK_G: "Within a node ... > 990e12 / 450e9 = 2200"; beyond: "990e12 / 400e9 = 2475".
+    assert rl.dp_critical_tokens(H100_C, 450e9) == pytest.approx(2200)
+    assert rl.dp_critical_tokens(H100_C, 400e9) == pytest.approx(2475)
+    # The same from companion.hardware's figures (989 TFLOP/s, NVLink and node egress).
+    h100 = hardware.accelerator("H100")
+    assert rl.dp_critical_tokens(h100.flops, rl.collective_bandwidth("H100", False)) == \
+        pytest.approx(2200, rel=2e-3)
+    assert rl.dp_critical_tokens(h100.flops, rl.collective_bandwidth("H100", True)) == \
+        pytest.approx(2475, rel=2e-3)
+    # BOOK_G: DeepSeek v3 on H800s (300 GB/s): "990e12 / 300e9 = 3300"; MoE with E/k = 32:
+    # "32 * 2475 = 79,200"; 2-node DP: "B / N > 1237, half the above value".
+    assert rl.dp_critical_tokens(H100_C, 300e9) == pytest.approx(3300)
+    assert rl.dp_critical_tokens(H100_C, 400e9, moe_ratio=128 / 4) == pytest.approx(79_200)
+    assert rl.dp_critical_tokens(H100_C, 400e9, ring_size=2) == pytest.approx(1237, abs=1)
+
+
+def test_tp_max_degree_scaling_book():
+    # BOOK_T: "we can only do tensor parallelism up to Y < F / 2550"; "The required F for
+    # 8 way model sharding is 20k"; Gemma 7B, F ~ 50k: "communication bound with 19-way".
+    assert rl.tp_max_degree(20_400, V5P_C, V5P_W) == pytest.approx(8, rel=2e-3)
+    assert math.floor(rl.tp_max_degree(50_000, V5P_C, V5P_W)) == 19
+    # BOOK_G: "F / 2200 ... or F / 2475 beyond a node. For F=28000 like LLaMA-3, this is
+    # about 11-way TP".
+    assert rl.tp_max_degree(28_000, H100_C, 400e9) == pytest.approx(11.3, abs=0.05)
+    assert rl.tp_max_degree(28_000, H100_C, 450e9) == pytest.approx(12.7, abs=0.05)
+    # M_Y axes multiply the bound (BOOK_T: "Y < M_Y * F / 2550").
+    assert rl.tp_max_degree(20_400, V5P_C, V5P_W, my=2) == pytest.approx(16, rel=2e-3)
+
+
+def test_fsdp_tp_split_scaling_book():
+    # BOOK_T: "N = 64 (a 4x4x4 array), B=48,000, F=32768, gives roughly X ~ 13.9. So we
+    # would choose X to be 16 and Y to be 4" (M_X = 2, M_Y = 1, as for a 3D mesh).
+    x = rl.fsdp_tp_split(48_000, 32_768, 64, mx=2, my=1)
+    assert x == pytest.approx(math.sqrt(187.5)) and x == pytest.approx(13.9, rel=0.02)
+    assert rl.fsdp_tp_best_degrees(48_000, 32_768, 64, mx=2, my=1) == (16, 4)
+    # BOOK_T: "F=32,768, alpha=2550, and M_X M_Y=2 ... gives roughly B/N > 99".
+    assert rl.fsdp_tp_min_tokens(V5P_C, V5P_W, 32_768, mx=2, my=1) == pytest.approx(99, rel=0.01)
+    # At the optimum the two communication times are equal (the derivation's premise).
+    t = rl.layer_times("fsdp_tp", 48_000, 8192, 32_768, V5P_C, V5P_W, x=16, y=4, mx=2)
+    assert t["fsdp_comm"] == pytest.approx(12 * 8192 * 32_768 / 4 / (V5P_W * 2))
+
+
+def test_fsdp_tp_split_is_clipped_and_its_bound_is_exact():
+    assert rl.fsdp_tp_split(1e9, 1024, 8) == 8.0 and rl.fsdp_tp_split(1.0, 10**6, 8) == 1.0
+    # Exactly at fsdp_tp_min_tokens per device, the best split's comm equals its compute.
+    n, f, d, c, w = 256, 28_672, 8192, H100_C, 450e9
+    b = rl.fsdp_tp_min_tokens(c, w, f) * n
+    x = rl.fsdp_tp_split(b, f, n)
+    fsdp = 4 * d * f * x / (n * w)
+    assert fsdp == pytest.approx(4 * b * d * f / (n * c))
+
+
+def test_layer_times_reduce_to_the_rules():
+    c, w, d, f = H100_C, 450e9, 8192, 28_672
+    per_dev = rl.dp_critical_tokens(c, w)
+    for strategy in ("dp", "fsdp"):
+        at = rl.layer_times(strategy, per_dev * 64, d, f, c, w, x=64)
+        assert at["compute"] == pytest.approx(at["comm"] * (1.5 if strategy == "dp" else 1))
+        assert at["bound"] == "compute"
+        assert rl.layer_times(strategy, per_dev * 63, d, f, c, w, x=64)["bound"] == "communication"
+    t = rl.layer_times("tp", 1e6, d, f, c, w, y=int(rl.tp_max_degree(f, c, w)))
+    assert t["bound"] == "compute"
+    assert rl.layer_times("tp", 1e6, d, f, c, w, y=16)["bound"] == "communication"
+
+
+def test_pp_scaling_book_and_playbook():
+    # BOOK_G: "T_total PP comms = 2BD / (W N_MB) * (N_MB + N_stages - 2)".
+    assert rl.pp_comm_time(1e6, 8192, 50e9, 16, 8) == pytest.approx(2e6 * 8192 / (50e9 * 16) * 22)
+    # PLAYBOOK A3: t_comm / t_compute = peak_flops / (32 h L peak_bw), with one byte per
+    # element and 16 h^2 parameters per layer.
+    h, layers, c, w = 8192, 4, H100_C, 50e9
+    assert rl.pp_comm_ratio(h, 16 * h * h, layers, c, w, bytes_per_element=1) == \
+        pytest.approx(c / (32 * h * layers * w))
+    assert rl.pp_comm_ratio(h, 16 * h * h, layers, c, w) == pytest.approx(2 * c / (32 * h * layers * w))
+
+
+def test_ep_scaling_book():
+    # BOOK_G: "T_comms = 4 B D (Z-8) / (W Z) min(8k/Z, 1)"; compute-bound when
+    # "K > Z/8 with F > alpha (Z - 8)/k or Z >> K and F > 8 alpha".
+    alpha = H100_C / 400e9
+    for z, k in ((16, 4), (64, 8), (256, 8)):
+        got = rl.ep_comm_time(1e6, 7168, k, z, 400e9, domain=8)
+        assert got == pytest.approx(4 * 1e6 * 7168 * (z - 8) / (400e9 * z) * min(8 * k / z, 1))
+    assert rl.ep_min_d_ff(4, 16, H100_C, 400e9, domain=8) == pytest.approx(alpha * (16 - 8) / 4)
+    assert rl.ep_min_d_ff(1, 4096, H100_C, 400e9, domain=8) == pytest.approx(8 * alpha, rel=0.01)
+
+
+def test_matmul_roofline_scaling_book():
+    # https://jax-ml.github.io/scaling-book/roofline/ : a bf16 matmul on a TPU v5e
+    # (1.97e14 FLOP/s, 8.2e11 B/s HBM) needs "B > 240" tokens.
+    assert rl.hbm_critical_batch(1.97e14, 8.2e11) == pytest.approx(240, rel=0.01)
+    assert rl.matmul_intensity(240, 8192, 28_672) == pytest.approx(240, rel=0.04)
+    t = rl.matmul_time(64, 8192, 28_672, 989e12, 3.35e12)
+    assert t["bound"] == "memory" and t["time"] == t["memory"]
+    assert rl.matmul_time(4096, 8192, 28_672, 989e12, 3.35e12)["bound"] == "compute"
+
+
+def test_planner_models_give_the_notebooks_numbers():
+    llama = planner.MODELS["Llama-3 70B"]
+    assert llama.ffn == 28_672
+    assert math.floor(rl.tp_max_degree(llama.ffn, 989e12, 450e9)) == 13
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: rl.dp_critical_tokens(0, 450e9),
+    lambda: rl.dp_critical_tokens(1e15, -1),
+    lambda: rl.dp_critical_tokens(1e15, 4e11, ring_size=1),
+    lambda: rl.tp_max_degree(0, 1e15, 4e11),
+    lambda: rl.fsdp_tp_split(1e6, 28_672, 0),
+    lambda: rl.fsdp_tp_best_degrees(1e6, 28_672, 24),
+    lambda: rl.layer_times("pp", 1e6, 8192, 28_672, 1e15, 4e11),
+    lambda: rl.layer_times("tp", 1e6, 8192, 28_672, 1e15, 4e11, x=2),
+    lambda: rl.pp_comm_time(1e6, 8192, 5e10, 4, 1),
+    lambda: rl.ep_comm_time(1e6, 7168, 8, 8, 4e11, domain=8),
+    lambda: rl.collective_bandwidth("H200", False),
+])
+def test_impossible_input_is_a_value_error(bad):
+    with pytest.raises(ValueError):
+        bad()
