@@ -190,7 +190,8 @@ class Exercise:
             if problem:
                 return Verdict("pattern", f"the values are right, but the communication "
                                f"is not the pattern asked for: {problem}")
-        return Verdict("passed", f"{self.id} passed on {self.world_size} real ranks: values "
+        ranks = f"{self.world_size} real rank" + ("s" if self.world_size != 1 else "")
+        return Verdict("passed", f"{self.id} passed on {ranks}: values "
                        f"equal the reference; rank 0's communication: {summary(calls[0])}.")
 
 

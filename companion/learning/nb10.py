@@ -257,7 +257,7 @@ def run_fsdp_forward(order, x):
     for op, k in order:
         if op == "gather":
             bufs[k] = torch.empty(WIDTH * WIDTH)
-            works[k] = dist.all_gather_into_tensor(bufs[k], shards[k], async_op=True)
+            works[k] = dist.all_gather_single(bufs[k], shards[k], async_op=True)
         elif op == "compute":
             works.pop(k).wait()   # compute waits for its own gather only
             x = torch.tanh(x @ bufs[k].view(WIDTH, WIDTH).T)
@@ -298,8 +298,8 @@ PREFETCH_ORDER = register(Exercise(
     adapter=_run_order, precheck=_precheck_order,
     forbidden={"companion.learning.nb10.prefetch_order_reference":
                "it is the package's solution to this exercise"},
-    pattern=all_of(only("all_gather_into_tensor", why="FSDP's forward pass only gathers"),
-                   counts({"all_gather_into_tensor": UNITS})),
+    pattern=all_of(only("all_gather_single", why="FSDP's forward pass only gathers"),
+                   counts({"all_gather_single": UNITS})),
     timeout=30.0,
     context="import companion",
 ))
