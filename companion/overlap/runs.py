@@ -104,9 +104,10 @@ def _check(configs=None, batches=(64,), strategy="ddp", bandwidth_bytes_s=1.0, h
         positive_int("batch", config.get("batch", 64), "rows per rank, e.g. 64.")
         if config.get("bucket_size_mb") is not None:
             positive_number("bucket_size_mb", config["bucket_size_mb"], "MiB, or None.")
-    if not batches:
-        raise ValueError("batches is empty: pass rows per rank, e.g. (16, 32, 64, 128).")
-    for batch in batches:
+    if batches is not None and not batches:
+        raise ValueError("batches is empty: pass rows per rank, e.g. (16, 32, 64, 128), or "
+                         "None to sweep around the prediction.")
+    for batch in batches or ():
         positive_int("batches", batch, "each batch is rows per rank, e.g. (16, 32, 64).")
 
 
@@ -163,7 +164,7 @@ def _summarize_overlap(results):
 @preflight(_check)
 def measure_overlap(*, configs=({"strategy": "ddp"}, {"strategy": "fsdp", "prefetch": False},
                                 {"strategy": "fsdp", "prefetch": True}),
-                    bandwidth_bytes_s: float = 50e6, hidden: int = 256, depth: int = 6,
+                    bandwidth_bytes_s: float = 50e6, hidden: int = 512, depth: int = 5,
                     steps: int = 2, warmup: int = 1) -> list[dict]:
     """One row per configuration (a dict: ``strategy`` "ddp" or "fsdp", ``batch`` rows per
     rank (64), DDP's ``bucket_size_mb`` (None: per tensor), FSDP's ``prefetch`` (True)):
@@ -233,7 +234,7 @@ def _summarize_crossover(results):
 
 @experiment("overlap_crossover", summarize=_summarize_crossover)
 @preflight(_check)
-def measure_crossover(*, batches=(128, 256, 512, 1024), strategy: str = "ddp",
+def measure_crossover(*, batches=None, strategy: str = "ddp",
                       bandwidth_bytes_s: float = 50e6, hidden: int = 512, depth: int = 5,
                       steps: int = 2, warmup: int = 1, bucket_size_mb=1.5,
                       prefetch: bool = True) -> dict:
@@ -246,11 +247,19 @@ def measure_crossover(*, batches=(128, 256, 512, 1024), strategy: str = "ddp",
          "rows": [{"batch", "flops", "achieved_flops_per_s", "step_s", "compute_s",
                    "wait_s", "comm_s", "hidden_s", "exposed_s", "timeline"}]}
 
-    The defaults put one square layer (1 MiB of fp32 weights at hidden=512) in each 1.5
-    MiB DDP bucket, and take a few seconds on 2 cores.
+    ``batches=None`` sweeps around the prediction from one layer's matmul rate, T*/4,
+    T*/2, T* and 2 T* (rounded to multiples of 8), so that the sweep brackets the
+    crossover whatever this CPU's speed; a step at T* computes for about 9 P / beta
+    seconds (P weights, beta the link) whatever the CPU. The defaults put one square
+    layer (1 MiB of fp32 weights at hidden=512) in each 1.5 MiB DDP bucket, and take a
+    few seconds on 2 cores.
     """
     _check(None, batches, strategy, bandwidth_bytes_s, hidden, depth, steps, warmup,
            bucket_size_mb, prefetch)
+    if batches is None:
+        guess = predicted_crossover(_flop_rate(hidden, 256), bandwidth_bytes_s,
+                                    dist.get_world_size())
+        batches = tuple(max(8, 8 * round(guess * f / 8)) for f in (0.25, 0.5, 1, 2))
     config = {"strategy": strategy, "bucket_size_mb": bucket_size_mb, "prefetch": prefetch}
     rows = measure_overlap(configs=[{**config, "batch": b} for b in batches],
                            bandwidth_bytes_s=bandwidth_bytes_s, hidden=hidden, depth=depth,
