@@ -18,7 +18,10 @@ Contract (as in torch's DDP and CS336 assignment 2):
   also queued automatically at the end of backward; calling it again is harmless.
 
 ``process_group`` restricts all of this to a sub-group (the DP dimension of a device
-mesh, notebook 09), and ``with ddp.no_sync():`` lets gradients accumulate locally over
+mesh, notebook 09); ``link=DelayedComm(alpha, beta)`` (:mod:`companion.latency`) sends the
+all-reduces through an emulated link of bandwidth ``beta`` instead, and
+``ddp.comm.records = []`` times each of them (notebook 10 measures how much of the
+communication backward hides, :mod:`companion.overlap`); and ``with ddp.no_sync():`` lets gradients accumulate locally over
 several backward passes (micro-batches) and communicates only on the next one outside
 it, as torch's DDP does.
 
@@ -36,6 +39,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .memory import CommLedger
+from .overlap.comm import Collectives
 from .validation import positive_number
 
 __all__ = ["DDP"]
@@ -45,7 +49,7 @@ class DDP(nn.Module):
     """Minimal DistributedDataParallel: per-parameter or bucketed async all-reduce."""
 
     def __init__(self, module: nn.Module, bucket_size_mb: float | None = None,
-                 process_group=None):
+                 process_group=None, link=None):
         super().__init__()
         if not isinstance(module, nn.Module):
             raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}; "
@@ -55,7 +59,8 @@ class DDP(nn.Module):
                             "use e.g. 25, or None for one all-reduce per parameter.")
         self.module = module
         self.group = process_group
-        self.world_size = dist.get_world_size(process_group)
+        self.comm = Collectives(process_group, link)
+        self.world_size = self.comm.world_size
         self.ledger = CommLedger(self.world_size)
         self._sync = True
         source = 0 if process_group is None else dist.get_global_rank(process_group, 0)
@@ -118,11 +123,11 @@ class DDP(nn.Module):
         bucket = self.buckets[index]
         if len(bucket) == 1:
             flat = None
-            work = dist.all_reduce(param.grad, group=self.group, async_op=True)
+            work = self.comm.all_reduce(param.grad, tag=f"bucket {index}")
             nbytes = param.grad.numel() * param.grad.element_size()
         else:
             flat = torch.cat([p.grad.reshape(-1) for p in bucket])
-            work = dist.all_reduce(flat, group=self.group, async_op=True)
+            work = self.comm.all_reduce(flat, tag=f"bucket {index}")
             nbytes = flat.numel() * flat.element_size()
         self.ledger.record("all_reduce", nbytes)
         self._pending.append((work, index, flat))

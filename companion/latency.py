@@ -93,11 +93,14 @@ class DelayedWork:
     :meth:`wait` returned.
     """
 
-    def __init__(self, tensor: torch.Tensor, tag=None):
+    def __init__(self, tensor: torch.Tensor, tag=None, nbytes: int | None = None):
         self.tensor, self.tag = tensor, tag
-        self.nbytes = tensor.numel() * tensor.element_size()
+        # What the link charges: the tensor's bytes unless the caller counts them
+        # (a ring all-gather sends (N-1)/N of its output, notebook 10).
+        self.nbytes = tensor.numel() * tensor.element_size() if nbytes is None else int(nbytes)
         self.submitted_at = time.perf_counter()
         self.real_done_at = self.ready_at = self.consumed_at = math.nan
+        self.link_start_at = math.nan  # when this message began to occupy the link
         self.error: BaseException | None = None
         self._real_done = threading.Event()
 
@@ -123,7 +126,8 @@ class DelayedWork:
         """The timestamps relative to ``t0``, for timelines."""
         return {"tag": self.tag, "nbytes": self.nbytes,
                 **{k: getattr(self, k) - t0 for k in
-                   ("submitted_at", "real_done_at", "ready_at", "consumed_at")}}
+                   ("submitted_at", "real_done_at", "ready_at", "consumed_at")},
+                "link_start_at": self.link_start_at - t0}
 
 
 class DelayedComm:
@@ -132,11 +136,21 @@ class DelayedComm:
 
     Construct it on every rank at the same point (it creates a process group, a
     collective call); use it as a context manager, or call :meth:`close`.
+
+    ``absorb_real=True`` (notebook 10) counts the real operation's own time toward the
+    emulated delay instead of adding it: a message takes the link when the thread starts
+    it (or when the link frees up) and is delivered at ``max(real end, link start + alpha
+    + bytes / beta)``. With 4 ranks on 2 cores a loopback collective can take milliseconds,
+    which would otherwise stretch every message by an amount that is not the link's.
     """
 
-    def __init__(self, alpha_s: float = 0.0, beta_bytes_s: float = math.inf, group=None):
+    def __init__(self, alpha_s: float = 0.0, beta_bytes_s: float = math.inf, group=None,
+                 absorb_real: bool = False):
         _check_link(alpha_s, beta_bytes_s)
+        if not isinstance(absorb_real, bool):
+            raise TypeError(f"absorb_real must be True or False, got {absorb_real!r}.")
         self.alpha_s, self.beta_bytes_s = float(alpha_s), float(beta_bytes_s)
+        self.absorb_real = absorb_real
         # A private group: the main thread may run its own collectives (a barrier, an
         # evaluation) on the default group without interleaving with ours.
         self.group = group if group is not None else dist.new_group(backend="gloo")
@@ -154,6 +168,7 @@ class DelayedComm:
             if item is None:
                 return
             work, operation = item
+            began = time.perf_counter()
             if failed is None:
                 try:
                     operation(work.tensor)
@@ -162,17 +177,23 @@ class DelayedComm:
             work.error = failed
             work.real_done_at = time.perf_counter()
             # Bandwidth serialises transmissions on the link; latency is paid in parallel.
-            tx_start = max(work.real_done_at, self._link_free_at)
+            tx_start = max(began if self.absorb_real else work.real_done_at, self._link_free_at)
             self._link_free_at = tx_start + work.nbytes / self.beta_bytes_s
+            work.link_start_at = tx_start
             work.ready_at = self._link_free_at + self.alpha_s
+            if self.absorb_real:  # the real operation may itself outlast the emulated one
+                self._link_free_at = max(self._link_free_at, work.real_done_at)
+                work.ready_at = max(work.ready_at, work.real_done_at)
             work._real_done.set()
 
     def submit(self, operation: Callable[[torch.Tensor], None], tensor: torch.Tensor,
-               tag=None) -> DelayedWork:
-        """Run ``operation(tensor)`` (in place) on the communication thread; return at once."""
+               tag=None, nbytes: int | None = None) -> DelayedWork:
+        """Run ``operation(tensor)`` (in place) on the communication thread; return at once.
+
+        The link charges ``nbytes`` (default: the tensor's bytes) at ``beta``."""
         if self._closed:
             raise RuntimeError("this DelayedComm is closed; create a new one.")
-        work = DelayedWork(tensor, tag)
+        work = DelayedWork(tensor, tag, nbytes)
         self._queue.put((work, operation))
         return work
 

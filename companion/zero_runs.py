@@ -49,7 +49,7 @@ def _local(t):
     return t.to_local() if hasattr(t, "to_local") else t
 
 
-def _wrap(strategy, model, optimizer, lr, bucket_size_mb, compute_dtype):
+def _wrap(strategy, model, optimizer, lr, bucket_size_mb, compute_dtype, prefetch=False):
     """(callable model, optimizer, ledger or None, (params, grads, state) getter)."""
     from .ddp import DDP
     from .fsdp import FSDP
@@ -83,7 +83,7 @@ def _wrap(strategy, model, optimizer, lr, bucket_size_mb, compute_dtype):
                                         [p.grad for p in model.parameters()],
                                         list(optimizer_state_tensors(opt.optim)))
     if strategy == "fsdp":
-        net = FSDP(model, compute_dtype=compute_dtype)
+        net = FSDP(model, compute_dtype=compute_dtype, prefetch=prefetch)
         opt = _optimizer(optimizer, net.parameters(), lr)
         return net, opt, net.ledger, lambda: (*net.held_tensors(),
                                               list(optimizer_state_tensors(opt)))
@@ -140,12 +140,13 @@ def _check_train(strategy, steps, optimizer, lr, batch_size, seq_len, d_model, n
 def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: float = 1e-2,
           batch_size: int = 8, seq_len: int = 16, d_model: int = 32, n_layers: int = 2,
           freeze: bool = True, bucket_size_mb=None, compute_dtype=None,
-          dtype="float32") -> dict:
+          dtype="float32", prefetch: bool = False) -> dict:
     """Train the test model with ``strategy`` on this rank's shard of each global batch.
 
     Returns the global losses, the full parameters after training (by name), the bytes
     this rank holds after the last ``step()`` (params, grads, optimizer state) and the ring
-    bytes it sent during the last step. ``strategy="single"`` runs without any process group.
+    bytes it sent during the last step. ``strategy="single"`` runs without any process group;
+    ``prefetch`` is :class:`companion.FSDP`'s (notebook 10).
     """
     from .data import CharCorpus, shard
     from .memory import held_bytes
@@ -168,7 +169,7 @@ def train(strategy: str = "ddp", steps: int = 3, optimizer: str = "adamw", lr: f
     model = build_model(d_model, n_layers, seq_len, freeze, dtype).to(dev)
     num_params = sum(p.numel() for p in model.parameters())
     net, opt, ledger, holdings = _wrap(strategy, model, optimizer, lr, bucket_size_mb,
-                                       compute_dtype)
+                                       compute_dtype, prefetch)
     losses, held = [], None
     for step in range(steps):
         if ledger is not None:

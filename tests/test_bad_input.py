@@ -42,6 +42,7 @@ from companion import topology as TOP
 from companion.pipeline import boundary_bytes, torch_ops, torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
+from companion import overlap as OV
 from companion import roofline as RL
 from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
@@ -252,6 +253,22 @@ CASES = [
     Case("DDP/module-not-module", companion.DDP, ("model",), {}, TypeError, "module"),
     Case("FSDP/module-not-module", companion.FSDP, (42,), {}, TypeError, "module"),
     Case("FSDP/compute_dtype", companion.FSDP, (LINEAR,), {"compute_dtype": "half"}, TypeError, "compute_dtype"),
+    Case("FSDP/prefetch-not-bool", companion.FSDP, (LINEAR,), {"prefetch": "yes"}, TypeError, "prefetch"),
+    Case("DDP/link-not-a-link", companion.DDP, (LINEAR,), {"link": "wan"}, TypeError, "link"),
+    # --- overlap (notebook 10) -------------------------------------------------------------
+    Case("Collectives/link", OV.Collectives, (), {"link": 42}, TypeError, "link"),
+    Case("ring_bytes/kind", OV.ring_bytes, ("broadcast", 1000, 4), {}, ValueError, "kind"),
+    Case("ring_bytes/world_size", OV.ring_bytes, ("all_gather", 1000, 0), {}, ValueError, "world_size"),
+    Case("step_timeline/end-before-start", OV.step_timeline, ([], 2.0, 1.0), {}, ValueError, "end"),
+    Case("predicted_crossover/world_size-one", OV.predicted_crossover, (1e10, 1e8, 1), {}, ValueError, "world_size"),
+    Case("predicted_crossover/bandwidth-zero", OV.predicted_crossover, (1e10, 0.0, 4), {}, ValueError, "bandwidth_bytes_s"),
+    Case("crossover_batch/empty", OV.crossover_batch, ([],), {}, ValueError, "rows"),
+    Case("mlp_flops/batch-zero", OV.mlp_flops, (0, 64, 2), {}, ValueError, "batch"),
+    Case("measure_overlap/strategy", OV.measure_overlap, (), {"configs": [{"strategy": "tp"}]}, ValueError, "strategy"),
+    Case("measure_overlap/config-key", OV.measure_overlap, (), {"configs": [{"batch_size": 8}]}, ValueError, "configs"),
+    Case("measure_overlap/bandwidth-zero", OV.measure_overlap, (), {"bandwidth_bytes_s": 0}, ValueError, "bandwidth_bytes_s"),
+    Case("measure_crossover/batches-empty", OV.measure_crossover, (), {"batches": ()}, ValueError, "batches"),
+    Case("measure_crossover/warmup-negative", OV.measure_crossover, (), {"warmup": -1}, ValueError, "warmup"),
     Case("zero_runs.train/strategy", zero_runs.train, (), {"strategy": "zero4"}, ValueError, "strategy"),
     Case("zero_runs.train/steps-zero", zero_runs.train, (), {"steps": 0}, ValueError, "steps"),
     Case("zero_runs.train/optimizer", zero_runs.train, (), {"optimizer": "lion"}, ValueError, "optimizer"),
@@ -355,6 +372,7 @@ CASES = [
     Case("link_delay/alpha-negative", latency.link_delay, (100, -1.0), {}, ValueError, "alpha"),
     Case("link_delay/beta-zero", latency.link_delay, (100, 0.0, 0.0), {}, ValueError, "beta"),
     Case("DelayedComm/alpha-nan", latency.DelayedComm, (NAN,), {}, ValueError, "alpha"),
+    Case("DelayedComm/absorb_real-not-bool", latency.DelayedComm, (0.0, 1e6), {"absorb_real": "yes"}, TypeError, "absorb_real"),
     Case("modeled_step_times/algorithm", latency.modeled_step_times, ("async", 3, 1.0, 1.0), {}, ValueError, "algorithm"),
     Case("modeled_step_times/steps-zero", latency.modeled_step_times, ("dga", 0, 1.0, 1.0), {}, ValueError, "steps"),
     Case("lr_at/schedule", schedules.lr_at, (0.1, 0, 10, "step"), {}, ValueError, "schedule"),
@@ -524,6 +542,8 @@ CASES = [
     Case("launch/toy_train-dim", launch, (dga.toy_train,), {"dim": 0}, ValueError, "dim"),
     Case("launch/dga.sweep-run", launch, (dga.sweep,), {"runs": [{"steps": 0}]}, ValueError, "steps"),
     Case("launch/measure_link-repeats", launch, (latency.measure_link,), {"repeats": 0}, ValueError, "repeats"),
+    Case("launch/measure_crossover-bandwidth", launch, (OV.measure_crossover,), {"bandwidth_bytes_s": -1.0}, ValueError, "bandwidth_bytes_s"),
+    Case("launch/measure_overlap-batch", launch, (OV.measure_overlap,), {"configs": [{"batch": 0}]}, ValueError, "batch"),
     Case("launch/train_dp_tp-mesh", launch, (hybrid.train_dp_tp,), {"world_size": 4, "dp": 3, "tp": 2}, ValueError, "world_size=6"),
     Case("launch/train_dp_tp-heads", launch, (hybrid.train_dp_tp,), {"world_size": 3, "dp": 1, "tp": 3}, ValueError, r"\btp\b"),
     Case("launch/train_pp_dp-schedule", launch, (hybrid.train_pp_dp,), {"world_size": 4, "schedule": "2f2b"}, ValueError, "2f2b"),
@@ -673,7 +693,8 @@ _reason("a compressor make_compressor builds from settings it checked (make_comp
 _reason("arithmetic on values the package computed (payload sizes, counts, timings); "
         "not called with user sizes in the notebooks",
         "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
-        "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction")
+        "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction",
+        "merge_spans", "span_length", "overlap_length")
 _reason("takes results or data the package returned (load_digits(), run results, timelines)",
         "plot_compute_growth", "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",
         "rank_colors")

@@ -1,0 +1,19 @@
+"""Overlap of communication with compute, measured on real ranks behind an emulated link.
+
+Taught in notebook 10 (``notebooks/10_when_parallelism_pays.ipynb``); CS336 L8 section 3.5
+and the Ultra-Scale Playbook's appendix on overlap.
+
+* :mod:`.comm`: :class:`Collectives`, what DDP and FSDP issue their collectives through,
+  asynchronously, optionally behind an emulated link, optionally timed;
+* :mod:`.timeline`: one step split into compute and hidden / exposed communication;
+* :mod:`.runs`: DDP and FSDP steps on real ranks (:func:`measure_overlap`) and the batch
+  sweep that finds the crossover (:func:`measure_crossover`).
+"""
+from .comm import Collectives, ring_bytes
+from .runs import (crossover_batch, measure_crossover, measure_overlap, mlp_flops,
+                   predicted_crossover)
+from .timeline import merge_spans, overlap_length, span_length, step_timeline
+
+__all__ = ["Collectives", "ring_bytes", "measure_overlap", "measure_crossover",
+           "predicted_crossover", "crossover_batch", "mlp_flops", "step_timeline",
+           "merge_spans", "span_length", "overlap_length"]
