@@ -634,6 +634,7 @@ CASES = [
     Case("node_groups/zero", C.node_groups, (0,), {}, ValueError, "ranks_per_node"),
     Case("grid_shape/rows-str", CH.grid_shape, ("2",), {}, TypeError, r"\brows\b"),
     Case("hierarchical_demo/numel-zero", CH.hierarchical_demo, (), {"numel": 0, "ranks_per_node": 1}, ValueError, "numel"),
+    Case("train_pp_dp/split-backward-schedule", launch, (hybrid.train_pp_dp,), {"schedule": "zb-h1", "world_size": 4}, ValueError, "1f1b"),
     Case("launch/hierarchical_demo-no-shape", launch, (CH.hierarchical_demo,), {}, ValueError, "ranks_per_node"),
     Case("launch/hierarchical_demo-not-dividing", launch, (CH.hierarchical_demo,), {"ranks_per_node": 3, "world_size": 4}, ValueError, "ranks_per_node"),
     Case("cli/set-ranks_per_node-zero", cli, (["run", "hierarchical_all_reduce", "--set", "ranks_per_node=0"],), {}, SystemExit, "ranks_per_node"),
