@@ -38,7 +38,7 @@ from ..planner.cost import collective_time
 from ..validation import positive_int, positive_number
 from .graph import Graph, Node
 
-__all__ = ["Hardware", "Strategy", "strategies", "reshard_steps", "steps_time"]
+__all__ = ["Hardware", "Strategy", "strategies", "reshard_steps"]
 
 # name: (x, W, y before the node's own reduction, y after it, grad of x, grad of W)
 LINEAR = {"rep": ("R", "R", "R", "R", "R", "R"),
@@ -110,6 +110,12 @@ def reshard_steps(shape, src, dst, mesh) -> list:
     ``[(kind, axis, payload elements)]``, in the order dtensor_run performs them (first
     every axis that gathers or sums, then reduce-scatters, then the free slices), one
     axis at a time. The payload is the buffer each rank hands in (its local piece)."""
+    for name, p in (("src", src), ("dst", dst)):
+        if len(p) != len(mesh) or any(q not in ("R", "S0", "S1", "P") for q in p):
+            raise ValueError(f"{name}={p!r} must give one of 'R', 'S0', 'S1', 'P' per mesh axis "
+                             f"(mesh={tuple(mesh)}), e.g. ('S0',) on a 1-D mesh.")
+    if len(shape) != 2:
+        raise ValueError(f"shape={shape!r} must be a 2-D [rows, columns] tensor shape.")
     cur, out = list(src), []
     for phase in (1, 2, 3):
         for axis, (s, d) in enumerate(zip(src, dst)):
@@ -180,6 +186,10 @@ def _same_placement(graph: Graph, node: Node, mesh, options) -> list:
 
 def strategies(graph: Graph, node: Node, mesh) -> list:
     """Every candidate :class:`Strategy` of ``node`` on a mesh of shape ``mesh``."""
+    if not isinstance(graph, Graph) or node not in graph.nodes:
+        raise ValueError(f"node must be one of graph's nodes (graph.nodes), got {node!r}.")
+    if not isinstance(mesh, (tuple, list)) or len(mesh) not in (1, 2):
+        raise ValueError(f"mesh={mesh!r} must be a 1-D or 2-D mesh shape, e.g. (4,) or (2, 2).")
     if node.kind == "linear":
         return _linear(graph, node, mesh)
     if node.kind in ("input", "output") and node.placement == "R":
