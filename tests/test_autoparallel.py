@@ -83,6 +83,9 @@ def test_reshard_steps_match_dtensor_moves():
     # 2-D: gathers first, then reduce-scatters, then slices; payload is the local piece
     assert AP.reshard_steps((8, 4), ("S0", "P"), ("R", "S0"), (2, 2)) == [
         ("all_gather", 0, 16), ("reduce_scatter", 1, 32)]
+    # sum the half-size piece first, then gather: cheaper than gathering first
+    assert AP.reshard_steps((8, 4), ("S0", "P"), ("R", "R"), (2, 2)) == [
+        ("all_reduce", 1, 16), ("all_gather", 0, 16)]
 
 
 def test_dtensor_runs_equal_one_process_and_the_predicted_collectives():

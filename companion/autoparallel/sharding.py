@@ -107,9 +107,10 @@ def _valid(shape, placement, mesh, rows_unit=1) -> bool:
 
 def reshard_steps(shape, src, dst, mesh) -> list:
     """Collectives that move a ``shape`` tensor from placement ``src`` to ``dst``:
-    ``[(kind, axis, payload elements)]``, in the order dtensor_run performs them (first
-    every axis that gathers or sums, then reduce-scatters, then the free slices), one
-    axis at a time. The payload is the buffer each rank hands in (its local piece)."""
+    ``[(kind, axis, payload elements)]``, in the order dtensor_run performs them, one
+    axis at a time: all-reduces first (while the other axes still shard the tensor, so
+    the piece summed is small), then all-gathers, then reduce-scatters, then the free
+    slices. The payload is the buffer each rank hands in (its local piece)."""
     for name, p in (("src", src), ("dst", dst)):
         if len(p) != len(mesh) or any(q not in ("R", "S0", "S1", "P") for q in p):
             raise ValueError(f"{name}={p!r} must give one of 'R', 'S0', 'S1', 'P' per mesh axis "
@@ -117,14 +118,14 @@ def reshard_steps(shape, src, dst, mesh) -> list:
     if len(shape) != 2:
         raise ValueError(f"shape={shape!r} must be a 2-D [rows, columns] tensor shape.")
     cur, out = list(src), []
-    for phase in (1, 2, 3):
+    for phase in (0, 1, 2, 3):
         for axis, (s, d) in enumerate(zip(src, dst)):
             if s == d:
                 continue
             if phase == 1 and s[0] == "S":
                 out.append(("all_gather", axis, _local(shape, cur, mesh)))
                 cur[axis] = "R"
-            elif phase == 1 and s == "P" and d == "R":
+            elif phase == 0 and s == "P" and d == "R":
                 out.append(("all_reduce", axis, _local(shape, cur, mesh)))
                 cur[axis] = "R"
             elif phase == 2 and s == "P" and d[0] == "S":
