@@ -81,11 +81,11 @@ def draw_overlap(ax, timelines, title: str | None = None):
                            edgecolor="white", linewidth=0.5)
     ax.set_yticks(range(len(timelines)))
     ax.set_yticklabels([f"rank {tl.get('rank', i)}" for i, tl in enumerate(timelines)])
-    ax.set_ylim(len(timelines) - 0.5, -0.5)
+    ax.set_ylim(len(timelines) + 0.5, -0.5)  # a free row at the bottom for the legend
     ax.set_xlabel("time in the step (ms)")
     ax.legend(handles=[Patch(color=COLORS[k], label=label) for k, label in (
         ("compute", "computing"), ("wait", "waiting"), ("hidden", "link: hidden"),
-        ("exposed", "link: exposed"))], fontsize=8, loc="lower right", ncol=2)
+        ("exposed", "link: exposed"))], fontsize=8, loc="lower center", ncol=4)
     if title is None:
         title = (f"exposed beyond the slowest rank's compute: "
                  f"{slowest_rank_exposed(timelines) * 1e3:.1f} ms")
