@@ -126,6 +126,8 @@ def notebook_paths(paths) -> list[Path]:
         paths = [paths]
     out = []
     for p in map(Path, paths):
+        if not p.exists():
+            raise ValueError(f"paths: {str(p)!r} does not exist; pass notebooks or the notebooks/ folder.")
         if p.is_dir():
             found = sorted(p.glob("*.ipynb"))
             if not found:
