@@ -4,11 +4,14 @@ Used from notebook 02 on. Two data sets, both tiny enough for a laptop:
 
 * **digits**: scikit-learn's 1,797 handwritten 8x8 digits (shipped inside
   scikit-learn), 64 features scaled to [0, 1], 10 classes. For the MLP experiments.
-* **corpus**: ``data/corpus.txt``, a few kilobytes of English prose written for this
+* **corpus**: ``corpus.txt``, a few kilobytes of English prose written for this
   project, as characters. For the tiny transformer.
 
-Each load is checked against ``data/SHA256SUMS`` so that a changed file (or a changed
+Each load is checked against ``SHA256SUMS`` so that a changed file (or a changed
 scikit-learn copy of digits) fails loudly instead of silently changing every result.
+The files are package data (``companion/_data/``), read with :mod:`importlib.resources`,
+so they are found wherever the package is installed: a clone, a wheel in site-packages
+(Colab, Binder), or a zip.
 
 Sharding follows data parallelism's contract: the global batch for step ``t`` is the
 same whatever the world size, and rank ``r`` takes the ``r``-th contiguous slice of it,
@@ -19,25 +22,45 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .validation import nonnegative_int, positive_int
 
+if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; the package supports 3.10
+    from importlib.abc import Traversable
+
 __all__ = ["data_dir", "load_digits", "load_corpus", "CharCorpus", "global_batch_indices",
            "shard", "digits_batch", "verify_checksums"]
 
 
-def data_dir() -> Path:
-    """The repository's ``data/`` folder (``COMPANION_DATA`` overrides it)."""
-    return Path(os.environ.get("COMPANION_DATA", Path(__file__).resolve().parent.parent / "data"))
+def data_dir() -> Path | Traversable:
+    """The folder of the shipped data: the package's ``_data/`` wherever the package is
+    installed, or the folder named by ``COMPANION_DATA`` (tests use it to plant a
+    changed file). Both answers support ``/``, ``read_bytes()`` and ``read_text()``."""
+    override = os.environ.get("COMPANION_DATA")
+    # Not Path(__file__): a wheel may be imported from a zip, and the repository's own
+    # top-level folders never reach site-packages (issue #20).
+    return Path(override) if override else resources.files("companion") / "_data"
+
+
+def _read(name: str) -> bytes:
+    try:
+        return (data_dir() / name).read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{name} is missing from {data_dir()}. The package data did not install: "
+            "reinstall the package (pip install --force-reinstall --no-deps <the repository>), "
+            "or unset COMPANION_DATA if it points elsewhere.") from None
 
 
 def _expected_checksums() -> dict[str, str]:
     sums = {}
-    for line in (data_dir() / "SHA256SUMS").read_text().splitlines():
+    for line in _read("SHA256SUMS").decode("utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             digest, name = line.split()
             sums[name] = digest
@@ -49,8 +72,8 @@ def _check(name: str, payload: bytes) -> None:
     actual = hashlib.sha256(payload).hexdigest()
     if expected != actual:
         raise RuntimeError(f"checksum mismatch for {name}: expected {expected}, got {actual}. "
-                           "The data changed; restore it (git checkout data/) or, if the change "
-                           "is intended, update data/SHA256SUMS.")
+                           "The data changed; restore it (git checkout companion/_data/) or, if "
+                           "the change is intended, update companion/_data/SHA256SUMS.")
 
 
 def load_digits() -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,8 +88,8 @@ def load_digits() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def load_corpus() -> str:
-    """The text of ``data/corpus.txt``, checksum-verified."""
-    payload = (data_dir() / "corpus.txt").read_bytes()
+    """The text of the shipped ``corpus.txt``, checksum-verified."""
+    payload = _read("corpus.txt")
     _check("corpus.txt", payload)
     return payload.decode("utf-8")
 
@@ -150,6 +173,6 @@ def verify_checksums() -> dict[str, bool]:
     """Check every shipped data set; returns ``{name: True}`` or raises RuntimeError."""
     load_digits()
     for name in _expected_checksums():
-        if name != "digits":  # the others are files in data/, checked byte for byte
-            _check(name, (data_dir() / name).read_bytes())
+        if name != "digits":  # the others are shipped files, checked byte for byte
+            _check(name, _read(name))
     return {name: True for name in _expected_checksums()}

@@ -14,7 +14,7 @@ is recomputed here and set beside the notes' value with what it assumes:
 
 :func:`lecture_numbers` returns the table; :func:`disagreements` the sentences a
 notebook should print where the arithmetic and the notes part ways;
-:func:`plot_compute_growth` draws ``data/training_compute.csv`` against one GPU's peak
+:func:`plot_compute_growth` draws the shipped ``training_compute.csv`` against one GPU's peak
 (``companion.hardware``).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import io
 import numpy as np
 
 from . import hardware
-from .data import _check, data_dir
+from .data import _check, _read
 from .validation import fraction, positive_int, positive_number
 
 __all__ = ["training_flops", "gpu_time", "ideal_time", "scaling", "lecture_numbers",
@@ -151,10 +151,10 @@ def disagreements(utilization: float = 0.5) -> list[str]:
 
 
 def load_training_compute() -> list[dict]:
-    """``data/training_compute.csv``, checksum-verified: one row per model with its
+    """The shipped ``training_compute.csv``, checksum-verified: one row per model with its
     date (fractional year), parameters, tokens, training FLOPs (reported, or 6 N D
     where the paper gives N and D only), basis and source."""
-    payload = (data_dir() / "training_compute.csv").read_bytes()
+    payload = _read("training_compute.csv")
     _check("training_compute.csv", payload)
     rows = []
     for r in csv.DictReader(io.StringIO(payload.decode("utf-8"))):

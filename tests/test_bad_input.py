@@ -20,6 +20,7 @@ import multiprocessing
 import multiprocessing.process
 import pkgutil
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
@@ -51,6 +52,7 @@ from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS, recompute as RC
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
+from companion import bootstrap as BOOT
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
@@ -170,6 +172,19 @@ CASES = [
     Case("release/no-notebooks", lrelease.release, ("/nonexistent-folder", "/tmp/out"), {}, ValueError, "source_dir"),
     Case("release.main/no-notebooks", lrelease.main, (["/nonexistent-folder", "/tmp/out"],), {}, ValueError, "source_dir"),
     Case("student_notebook/grade_id", lrelease.student_notebook, ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": {"solution": True, "grade_id": "a b"}}, "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},), {}, ValueError, "grade_id"),
+    # --- the Colab/Binder bootstrap cell (companion.bootstrap, issue #20) -----------------
+    Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
+    Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),
+    Case("bootstrap_cell/empty", BOOT.bootstrap_cell, ("  ",), {}, ValueError, "source"),
+    Case("find_bootstrap/not-notebook", BOOT.find_bootstrap, ("notebooks/00.ipynb",), {}, TypeError, r"\bnb\b"),
+    Case("apply/not-notebook", BOOT.apply, ({"cells": None},), {}, TypeError, r"\bnb\b"),
+    Case("notebook_paths/missing", BOOT.notebook_paths, (["/nonexistent/00.ipynb"],), {}, ValueError, "paths"),
+    Case("notebook_paths/not-notebook", BOOT.notebook_paths, ([__file__],), {}, ValueError, "paths"),
+    Case("apply_to_paths/source", BOOT.apply_to_paths, (["/nonexistent"],), {"source": "x\ny"}, ValueError, "source"),
+    Case("colab_url/absolute", BOOT.colab_url, ("/home/me/notebooks/00_launching_ranks.ipynb",), {}, ValueError, "relative"),
+    Case("binder_url/not-notebook", BOOT.binder_url, ("notebooks/sanitize.cfg",), {}, ValueError, r"\.ipynb"),
+    Case("links_table/outside-root", BOOT.links_table, ([Path(__file__).parent.parent / "notebooks"],), {"root": "/nonexistent"}, ValueError, "root"),
+    Case("bootstrap.main/missing", BOOT.main, (["/nonexistent-folder"],), {}, SystemExit, "paths"),
     Case("fmt_bytes/str", units.fmt_bytes, ("1 GB",), {}, ValueError, "n="),
     Case("fmt_bytes/digits", units.fmt_bytes, (10,), {"digits": 0}, ValueError, "digits"),
     Case("fmt_seconds/negative", units.fmt_seconds, (-1.0,), {}, ValueError, "t="),

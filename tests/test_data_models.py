@@ -85,3 +85,19 @@ def test_bad_model_sizes_raise():
         models.TinyTransformer(d_model=30, n_heads=4)
     with pytest.raises(ValueError):
         models.TinyMLP(depth=0)
+
+
+def test_data_are_found_inside_the_package_from_any_folder(tmp_path, monkeypatch):
+    """Issue #20: a wheel has no repository-level data/; the package carries its own."""
+    import companion
+
+    monkeypatch.delenv("COMPANION_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert str(data.data_dir()).startswith(str(__import__("pathlib").Path(companion.__file__).parent))
+    assert len(data.load_corpus()) > 1000
+
+
+def test_a_missing_file_names_itself_and_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPANION_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"corpus.txt is missing .*reinstall the package"):
+        data.load_corpus()

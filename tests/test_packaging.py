@@ -51,3 +51,55 @@ def test_modules_stay_small_and_name_their_notebook():
     for module in (ROOT / "companion").rglob("*.py"):
         lines = module.read_text().splitlines()
         assert len(lines) <= 400, f"{module.name} has {len(lines)} lines; split it by concept"
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the course's venv is 3.11
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_pyproject_names_ranges_that_the_exact_pins_satisfy():
+    """pyproject.toml is what a `pip install` of the repository resolves (Colab): ranges.
+    requirements.txt is what `make` installs: exact pins inside those ranges."""
+    from packaging.requirements import Requirement
+
+    pins = _pins((ROOT / "requirements.txt").read_text().splitlines())
+    deps = {r.name.lower(): r for r in map(Requirement, _pyproject()["project"]["dependencies"])}
+    for name, req in deps.items():
+        assert name in pins, f"{name} is a dependency but requirements.txt does not pin it"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"requirements.txt's {name}=={pins[name]} is outside pyproject's {req}")
+    assert deps["torch"].specifier and not any(
+        s.operator in ("==", "===", "~=") for s in deps["torch"].specifier), (
+        "torch must stay a range in pyproject.toml, so that Colab's own torch satisfies it")
+
+
+def test_shipped_data_are_package_data_with_checksums():
+    folder = ROOT / "companion" / "_data"
+    files = {p.name for p in folder.iterdir()}
+    named = {line.split()[1] for line in (folder / "SHA256SUMS").read_text().splitlines()
+             if line.strip() and not line.startswith("#")}
+    assert files - {"SHA256SUMS"} == named - {"digits"}, "every shipped file has a checksum"
+    assert "_data/*" in _pyproject()["tool"]["setuptools"]["package-data"]["companion"]
+
+
+def test_binder_installs_the_package_from_environment_yml():
+    env = (ROOT / "environment.yml").read_text()
+    assert re.search(r"^\s*-\s*(-e\s+)?\.\s*$", env, re.M), "environment.yml must install the package"
+
+
+def test_every_notebook_starts_with_the_current_bootstrap_cell():
+    from companion import bootstrap
+
+    lacking = bootstrap.apply_to_paths([ROOT / "notebooks"], check=True)
+    if len(lacking) == len(NOTEBOOKS):
+        pytest.skip("no notebook has the Colab/Binder cell yet: python -m companion.bootstrap notebooks/")
+    assert not lacking, f"run `python -m companion.bootstrap notebooks/` for {[p.name for p in lacking]}"
+
+
+def test_readme_links_every_notebook_on_colab_and_binder():
+    from companion import bootstrap
+
+    table = bootstrap.links_table([ROOT / "notebooks"], root=ROOT)
+    assert table in (ROOT / "README.md").read_text(), (
+        "README's Colab/Binder table is stale: paste `python -m companion.bootstrap --links notebooks/`")
