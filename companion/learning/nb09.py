@@ -69,8 +69,8 @@ MESH_GROUPS = register(Exercise(
            "Creating a group is itself collective: every rank must create every group, in "
            "the same order, even the groups it is not in (otherwise the ranks wait for "
            "each other until the timeout).",
-           "Rows are range(d*tp, (d+1)*tp) for each d; columns are range(t, dp*tp, tp) for "
-           "each t. Pick yours with rank // tp and rank % tp."),
+           "Rows are `range(d*tp, (d+1)*tp)` for each d; columns are `range(t, dp*tp, tp)` "
+           "for each t. Pick yours with `rank // tp` and `rank % tp`."),
     inputs=_mesh_inputs, reference=mesh_groups_reference,
     adapter=_probe_groups,
     forbidden={"companion.learning.nb09.mesh_groups_reference":
