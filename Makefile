@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present test test-fast notebooks browser bench student gpu-check clean-venv help
+.PHONY: lab present slides test test-fast notebooks browser bench student gpu-check clean-venv help
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
@@ -22,6 +22,8 @@ help:
 	@echo "                BROWSER=1 (set under CI) adds the real-browser tests"
 	@echo "make test-fast  unit tests only"
 	@echo "make present NB=03  serve notebook 03 as a dashboard (Voila: widgets, no code)"
+	@echo "make slides NB=03   present notebook 03 as slides with live widgets (Voila, reveal.js;"
+	@echo "                Space / Shift+Space to move, Esc for the overview)"
 	@echo "make browser    only the real-browser tests (needs Debian's chromium)"
 	@echo "make bench      run the benchmarks in benchmarks/ (prints tables)"
 	@echo "make gpu-check  the GPU readiness checks in tests/gpu/ (NCCL, cuda:0, allocator vs"
@@ -47,6 +49,14 @@ present: $(STAMP)
 	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make present NB=03"; exit 2; fi; \
 	echo "presenting $$nb (code hidden; Ctrl-C to stop)"; \
 	$(BIN)/voila "$$nb" --Voila.ip=127.0.0.1 --theme=light
+
+# Slides: Voila's reveal template, with reveal.js's CSS from companion/slides/ so that
+# nothing is fetched from the internet; cells run on load as for `make present`.
+slides: $(STAMP)
+	@nb=$$(ls notebooks/$(NB)_*.ipynb 2>/dev/null | head -1); \
+	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make slides NB=03"; exit 2; fi; \
+	echo "slides of $$nb (Space: next, Shift+Space: back, Esc: overview; Ctrl-C to stop)"; \
+	$(BIN)/python -m companion.slides --present "$$nb" --Voila.ip=127.0.0.1
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
