@@ -1,0 +1,230 @@
+"""Alpa's intra-operator pass: one sharding per operator, chosen by an integer program.
+
+Taught in notebook 12 (L20 p.9-14; Zheng et al. 2022, "Alpa", arXiv 2201.12023, §4.2).
+
+For node v with k_v candidate strategies, a one-hot vector s_v in {0,1}^k_v picks one.
+Its cost vector c_v + d_v holds each strategy's compute time and its own collectives
+(the all-reduce of a row-parallel matmul, the gradient all-reduce of a data-parallel
+weight). For an edge u -> v the matrix R_uv [k_u, k_v] holds the resharding time when u
+runs strategy i and v strategy j (forward and the gradient coming back). Alpa minimises
+
+    sum_v (c_v + d_v)^T s_v  +  sum_(u,v) s_u^T R_uv s_v
+
+The product s_u^T R_uv s_v is quadratic; Alpa linearises it with one binary e_uv[i, j]
+per pair of choices, forced to equal s_u[i] * s_v[j] by
+
+    sum_j e_uv[i, j] = s_u[i]   (for every i)      sum_i e_uv[i, j] = s_v[j]   (every j)
+
+which leaves a linear objective ``c . z`` over z = [all s_v, all e_uv]: an ILP, solved
+exactly with SciPy's ``milp`` (the HiGHS solver). :func:`brute_force` tries every
+combination, for tests on small graphs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import lil_matrix
+
+from ..validation import one_of, positive_int
+from .graph import Graph
+from .sharding import Hardware, reshard_steps, steps_time, strategies
+
+__all__ = ["Problem", "Solution", "build", "solve", "brute_force", "plan_cost",
+           "predicted_comm", "megatron_plan", "compare_with_megatron"]
+
+
+@dataclasses.dataclass
+class Problem:
+    graph: Graph
+    mesh: tuple
+    hw: Hardware
+    options: dict        # node name -> [Strategy]
+    node_cost: dict      # node name -> array [k_v]: compute + own collectives, seconds
+    edge_cost: dict      # (u, v, argument) -> array [k_u, k_v]: resharding, seconds
+
+
+@dataclasses.dataclass
+class Solution:
+    plan: dict           # node name -> strategy name
+    seconds: float       # the objective: one forward + backward, nothing overlapped
+    breakdown: dict      # compute / communication (the ops' own) / resharding, seconds
+    problem: Problem = dataclasses.field(repr=False)
+
+
+def _check(graph, mesh, hw) -> tuple:
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a Graph from autoparallel.mlp/attention_block/"
+                        f"transformer, got {type(graph).__name__}.")
+    if not isinstance(mesh, (tuple, list)) or len(mesh) not in (1, 2):
+        raise ValueError(f"mesh={mesh!r} must be a 1-D or 2-D mesh shape, e.g. (4,) or (2, 2).")
+    for m in mesh:
+        positive_int("mesh", m, "each mesh axis holds a whole number of devices, e.g. (2, 2).")
+    if not isinstance(hw, Hardware):
+        raise TypeError(f"hw must be a sharding.Hardware, got {type(hw).__name__}; e.g. "
+                        f"Hardware(peak_flops=312e12, alpha=5e-6, beta=100e9).")
+    return tuple(int(m) for m in mesh)
+
+
+def _edge_steps(problem: Problem, u, v, arg, i, j):
+    shape = problem.graph.node(u).shape
+    su, sv = problem.options[u][i], problem.options[v][j]
+    return (reshard_steps(shape, su.output, sv.inputs[arg], problem.mesh),
+            reshard_steps(shape, sv.input_grads[arg], su.output, problem.mesh))
+
+
+def build(graph: Graph, mesh, hw: Hardware) -> Problem:
+    """Every node's strategies with their costs, and every edge's resharding matrix."""
+    mesh = _check(graph, mesh, hw)
+    options = {n.name: strategies(graph, n, mesh) for n in graph.nodes}
+    for name, opts in options.items():
+        if not opts:
+            raise ValueError(f"node {name!r} has no sharding that divides evenly on mesh={mesh}; "
+                             f"pick sizes that are multiples of the mesh axes.")
+    node_cost = {n.name: np.array([graph.flops(n) / s.split / hw.peak_flops
+                                   + steps_time(s.fwd_steps + s.bwd_steps, mesh, hw)
+                                   for s in options[n.name]]) for n in graph.nodes}
+    problem = Problem(graph, mesh, hw, options, node_cost, {})
+    for u, v, arg in graph.edges:
+        problem.edge_cost[(u, v, arg)] = np.array(
+            [[sum(steps_time(s, mesh, hw) for s in _edge_steps(problem, u, v, arg, i, j))
+              for j in range(len(options[v]))] for i in range(len(options[u]))])
+    return problem
+
+
+def solve(graph: Graph, mesh, hw: Hardware, fixed: dict | None = None) -> Solution:
+    """The cheapest plan, exactly (``fixed`` pins some nodes: ``{"x": "R"}``)."""
+    problem = build(graph, mesh, hw)
+    names = [n.name for n in graph.nodes]
+    start, offset = {}, 0                      # where each s_v and e_uv sits in z
+    for name in names:
+        start[name], offset = offset, offset + len(problem.options[name])
+    for key, cost in problem.edge_cost.items():
+        start[key], offset = offset, offset + cost.size
+    c = np.zeros(offset)                       # objective [n_vars]
+    for name in names:
+        c[start[name]:start[name] + len(problem.options[name])] = problem.node_cost[name]
+    for key, cost in problem.edge_cost.items():
+        c[start[key]:start[key] + cost.size] = cost.ravel()   # e_uv flattened row-major
+    n_rows = len(names) + sum(sum(m.shape) for m in problem.edge_cost.values())
+    A = lil_matrix((n_rows, offset))           # constraints [n_rows, n_vars], all "= b"
+    b = np.zeros(n_rows)
+    row = 0
+    for name in names:                         # sum_i s_v[i] = 1: exactly one strategy
+        A[row, start[name]:start[name] + len(problem.options[name])] = 1
+        b[row], row = 1, row + 1
+    for (u, v, arg), cost in problem.edge_cost.items():
+        ku, kv = cost.shape
+        e = start[(u, v, arg)] + np.arange(ku * kv).reshape(ku, kv)
+        for i in range(ku):                    # sum_j e[i, j] - s_u[i] = 0
+            A[row, e[i]] = 1
+            A[row, start[u] + i], row = -1, row + 1
+        for j in range(kv):                    # sum_i e[i, j] - s_v[j] = 0
+            A[row, e[:, j]] = 1
+            A[row, start[v] + j], row = -1, row + 1
+    upper = np.ones(offset)
+    for name, choice in (fixed or {}).items():
+        one_of("fixed", name, names, "pin nodes of this graph by name.")
+        labels = [s.name for s in problem.options[name]]
+        one_of(f"fixed[{name!r}]", choice, labels)
+        upper[start[name]:start[name] + len(labels)] = [lab == choice for lab in labels]
+    result = milp(c, constraints=LinearConstraint(A.tocsr(), b, b),
+                  integrality=np.ones(offset), bounds=Bounds(0, upper))
+    if not result.success:
+        raise ValueError(f"the integer program found no plan ({result.message}); check fixed=.")
+    plan = {name: problem.options[name][int(np.argmax(
+        result.x[start[name]:start[name] + len(problem.options[name])]))].name for name in names}
+    return _solution(problem, plan)
+
+
+def plan_cost(problem: Problem, plan: dict) -> dict:
+    """``{"compute", "communication", "resharding", "total"}`` seconds of ``plan``."""
+    index = {}
+    for name, opts in problem.options.items():
+        labels = [s.name for s in opts]
+        one_of(f"plan[{name!r}]", plan.get(name), labels, "give every node one of its strategies.")
+        index[name] = labels.index(plan[name])
+    out = {"compute": 0.0, "communication": 0.0}
+    for n in problem.graph.nodes:
+        s = problem.options[n.name][index[n.name]]
+        out["compute"] += problem.graph.flops(n) / s.split / problem.hw.peak_flops
+        out["communication"] += steps_time(s.fwd_steps + s.bwd_steps, problem.mesh, problem.hw)
+    out["resharding"] = sum(float(m[index[u], index[v]])
+                            for (u, v, _), m in problem.edge_cost.items())
+    out["total"] = out["compute"] + out["communication"] + out["resharding"]
+    return out
+
+
+def _solution(problem: Problem, plan: dict) -> Solution:
+    cost = plan_cost(problem, plan)
+    return Solution(plan, cost.pop("total"), cost, problem)
+
+
+def brute_force(problem: Problem) -> Solution:
+    """The cheapest plan by trying every combination (small graphs only)."""
+    names = list(problem.options)
+    best = None
+    for combo in itertools.product(*(range(len(problem.options[n])) for n in names)):
+        pick = dict(zip(names, combo))
+        total = sum(problem.node_cost[n][pick[n]] for n in names) + sum(
+            m[pick[u], pick[v]] for (u, v, _), m in problem.edge_cost.items())
+        if best is None or total < best[0] - 1e-15:
+            best = (total, pick)
+    return _solution(problem, {n: problem.options[n][best[1][n]].name for n in names})
+
+
+def predicted_comm(problem: Problem, plan: dict, bytes_per_element: int | None = None) -> dict:
+    """The collectives ``plan`` issues: ``{"forward": {kind: count}, "backward": ...,
+    "forward_bytes": {kind: payload bytes summed over calls, one rank}, "backward_bytes"}``."""
+    plan_cost(problem, plan)  # checks the plan
+    size = bytes_per_element or problem.hw.bytes_per_element
+    out = {k: {} for k in ("forward", "backward", "forward_bytes", "backward_bytes")}
+
+    def add(phase, steps):
+        for kind, _, payload in steps:
+            out[phase][kind] = out[phase].get(kind, 0) + 1
+            out[phase + "_bytes"][kind] = out[phase + "_bytes"].get(kind, 0) + payload * size
+
+    pick = {n: next(i for i, s in enumerate(o) if s.name == plan[n])
+            for n, o in problem.options.items()}
+    for name, i in pick.items():
+        add("forward", problem.options[name][i].fwd_steps)
+        add("backward", problem.options[name][i].bwd_steps)
+    for u, v, arg in problem.graph.edges:
+        fwd, bwd = _edge_steps(problem, u, v, arg, pick[u], pick[v])
+        add("forward", fwd)
+        add("backward", bwd)
+    return out
+
+
+def megatron_plan(graph: Graph, mesh=(4,)) -> dict:
+    """Megatron-LM's hand-written plan: column-parallel qkv and fc1, row-parallel o
+    and fc2 (one all-reduce each), heads and GeLU split; on a 2-D mesh data parallel
+    over axis 0 and that tensor parallelism over axis 1."""
+    dp = len(mesh) == 2
+    per = {"linear_in": "col", "linear_out": "row", "split": "S1", "whole": "R"}
+    plan = {}
+    for n in graph.nodes:
+        if n.kind == "linear":
+            role = per["linear_out"] if n.name.split(".")[-1] in ("o", "fc2") else per["linear_in"]
+            plan[n.name] = f"dp,{role}" if dp else role
+        elif n.kind in ("gelu", "attention"):
+            plan[n.name] = "S0,S1" if dp else "S1"
+        elif n.kind in ("input", "output") and n.placement == "R":
+            plan[n.name] = "R,R" if dp else "R"
+        else:
+            plan[n.name] = "S0,R" if dp else "R"
+    return plan
+
+
+def compare_with_megatron(graph: Graph, mesh, hw: Hardware) -> dict:
+    """The solver's plan against Megatron's: both plans, their costs, the speed-up."""
+    best = solve(graph, mesh, hw)
+    megatron = _solution(best.problem, megatron_plan(graph, best.problem.mesh))
+    return {"solver_plan": best.plan, "solver": dict(best.breakdown, total=best.seconds),
+            "megatron_plan": megatron.plan,
+            "megatron": dict(megatron.breakdown, total=megatron.seconds),
+            "speedup": megatron.seconds / best.seconds,
+            "same_as_megatron": best.plan == megatron.plan}
