@@ -49,6 +49,7 @@ from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS, recompute as RC
+from companion.autoparallel import stages as AST
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
@@ -107,6 +108,9 @@ TENSOR = torch.ones(4)
 LLAMA = PL.MODELS["Llama-3 70B"]
 CLUSTER = next(iter(PL.CLUSTERS.values()))
 CL22 = TOP.Cluster(2, 2)
+H100x8 = PL.ClusterSpec.of("1x H100", "H100", 1)
+SIX_PER_NODE = PL.ClusterSpec("6 per node", 6, 2, 80.0, 989.0, 450.0, 50.0)
+TOY_LAYERS = [AST.Layer("a", 1e12, 1e6, 1e6), AST.Layer("b", 1e12, 1e6, 1e6)]
 
 CASES = [
     # --- launch: the one place ranks start --------------------------------------------
@@ -638,6 +642,22 @@ CASES = [
     Case("recompute_table/micro_batches-empty", RC.recompute_table, (), {"micro_batches": ()}, ValueError, "micro_batches"),
     Case("recompute_table/world_size", RC.recompute_table, (0,), {}, ValueError, "world_size"),
     Case("fit_in_budget/budget", RC.fit_in_budget, ([{"policy": "none", "micro_batch": 1, "stored_total": 1}], -1), {}, ValueError, "budget_bytes"),
+    # --- Alpa's stage slicing (notebook 12) ---------------------------------------------
+    Case("Layer/flops-negative", AST.Layer, ("x", -1.0, 0.0, 0.0), {}, ValueError, "flops"),
+    Case("Layer/batch-zero", AST.Layer, ("x", 1.0, 0.0, 0.0), {"batch": 0}, ValueError, "batch"),
+    Case("IntraOpChoice/time-nan", AST.IntraOpChoice, (NAN, 0.0, "DP1"), {}, ValueError, "time"),
+    Case("model_layers/blocks-not-dividing", AST.model_layers, (LLAMA,), {"blocks_per_layer": 3}, ValueError, "blocks_per_layer"),
+    Case("model_layers/micro_batch-zero", AST.model_layers, (LLAMA,), {"micro_batch": 0}, ValueError, "micro_batch"),
+    Case("submesh_shapes/not-power-of-two", AST.submesh_shapes, (SIX_PER_NODE,), {}, ValueError, "cluster"),
+    Case("pipeline_time/microbatches-zero", AST.pipeline_time, ([1.0], 0), {}, ValueError, "microbatches"),
+    Case("pipeline_time/empty", AST.pipeline_time, ([], 4), {}, ValueError, "stage_times"),
+    Case("alpha_beta_intra_op/efficiency", AST.alpha_beta_intra_op, (H100x8, 8), {"kernel_efficiency": 1.5}, ValueError, "kernel_efficiency"),
+    Case("plan_stages/no-layers", AST.plan_stages, ([], H100x8, 8), {}, ValueError, "layers"),
+    Case("plan_stages/microbatches-zero", AST.plan_stages, (TOY_LAYERS, H100x8, 0), {}, ValueError, "microbatches"),
+    Case("plan_stages/intra_op-not-callable", AST.plan_stages, (TOY_LAYERS, H100x8, 4), {"intra_op": "ilp"}, TypeError, "intra_op"),
+    Case("brute_force_stages/too-many-layers", AST.brute_force_stages, (TOY_LAYERS * 5, H100x8, 4), {}, ValueError, "layers"),
+    Case("equal_layers_plan/stages-not-dividing", AST.equal_layers_plan, (TOY_LAYERS, H100x8, 4), {"stages": 3}, ValueError, "stages"),
+    Case("compare_with_equal_split/cluster", AST.compare_with_equal_split, (TOY_LAYERS, SIX_PER_NODE, 4), {}, ValueError, "cluster"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the
