@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Figure", "Accelerator", "ACCELERATORS", "OLDER_GPUS", "accelerator",
+__all__ = ["Figure", "Accelerator", "ACCELERATORS", "H800", "OLDER_GPUS", "accelerator",
            "peak_flops_by_year"]
 
 
@@ -96,6 +96,8 @@ _DGX_A100 = "https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa
 _B200 = "https://www.nvidia.com/en-us/data-center/dgx-b200/"
 _V5P = "https://cloud.google.com/tpu/docs/v5p"
 _BOOK = "https://jax-ml.github.io/scaling-book/gpus/"
+_DSV3 = "https://arxiv.org/abs/2412.19437"
+_DSV3_ISCA = "https://arxiv.org/abs/2505.09343"
 
 PEAK_DENSE = "peak, dense (the datasheet's sparse figure halved)"
 PER_DIR = "peak, per direction"
@@ -153,6 +155,23 @@ ACCELERATORS = {a.name: a for a in [
         scale_up_name="ICI (3D torus)", scale_out_name="DCN", per_node=8960,
         system="TPU v5p pod (8,960 chips)"),
 ]}
+
+# The H100's export variant that DeepSeek-V3 trained on (notebook 12's planner). Kept out
+# of ACCELERATORS: it is no generation of its own in the compute-growth tables.
+H800 = Accelerator(
+        "H800", "NVIDIA", 2023,
+        peak_bf16=Figure(989e12, "FLOP/s", PEAK_DENSE, _DSV3_ISCA,
+                         "the H100 SXM's compute; DeepSeek-V3 ran its GEMMs in FP8 "
+                         "(1,979 TFLOP/s dense), which the planner does not model"),
+        hbm=Figure(80e9, "B", "capacity", _DSV3_ISCA, "80 GB HBM3, as the H100 SXM"),
+        hbm_bandwidth=Figure(3.35e12, "B/s", "peak", _DSV3_ISCA),
+        scale_up=Figure(200e9, "B/s", PER_DIR, _DSV3_ISCA,
+                        "NVLink cut to 400 GB/s both directions (H100: 900); DeepSeek "
+                        "measured about 160 GB/s achievable (arXiv 2412.19437 §3.2.2)"),
+        scale_out=Figure(50e9, "B/s", PER_DIR, _DSV3,
+                         "one 400 Gb/s InfiniBand NIC per GPU (the paper's 'IB (50 GB/s)')"),
+        scale_up_name="NVLink (H800)", scale_out_name="InfiniBand NDR", per_node=8,
+        system="DeepSeek's H800 nodes")
 
 # Measured, not peak: what a collective really gets (the planner uses peaks and says so).
 NVLINK_H100_MEASURED = Figure(370e9, "B/s", "measured all-reduce bus bandwidth, per direction",

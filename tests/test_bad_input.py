@@ -418,6 +418,16 @@ CASES = [
     Case("group_collective_time/nbytes-negative", PL.group_collective_time, ("all_reduce", -1.0, CLUSTER, 8), {}, ValueError, "nbytes"),
     Case("pp_link/tp-zero", PL.pp_link, (CLUSTER, 0, 2), {}, ValueError, r"\btp\b"),
     Case("ClusterSpec.of/chip", PL.ClusterSpec.of, ("c", "GTX 580", 2), {}, ValueError, "GTX 580"),
+    # --- the 5D planner: CP and EP (notebook 12) -----------------------------------------
+    Case("MLA/rank-zero", PL.MLA, (0, 512, 128, 64, 128), {}, ValueError, "q_lora_rank"),
+    Case("ModelSpec/top_k-too-big", PL.ModelSpec, ("m", 2, 64, 4, 128, 1000), {"experts": 4, "top_k": 8}, ValueError, "top_k"),
+    Case("evaluate/cp-zero", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"cp": 0}, ValueError, r"\bcp\b"),
+    Case("evaluate/schedule", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"schedule": "dualpipe"}, ValueError, "schedule"),
+    Case("evaluate/stage_split", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"stage_split": "even"}, ValueError, "stage_split"),
+    Case("plan/cp_options-empty", PL.plan, (LLAMA, CLUSTER, 64), {"cp_options": ()}, ValueError, "cp_options"),
+    Case("axis_layout/gpus_per_node", PL.axis_layout, (0, [2, 4], [True, False]), {}, ValueError, "gpus_per_node"),
+    Case("all_to_all_time/nbytes", PL.all_to_all_time, (-1.0, CLUSTER, 8, 1), {}, ValueError, "nbytes"),
+    Case("layout_collective_time/kind", PL.layout_collective_time, ("all_to_all", 1e6, CLUSTER, 8, 1), {}, ValueError, "kind"),
     Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
     Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
     Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
@@ -677,6 +687,7 @@ NOT_APPLICABLE = {
     "draw_grid": "takes frames built by ulysses_frames/ring_frames",
     "plan_breakdown_figure": "takes plans from planner.plan",
     "ranking_html": "takes plans from planner.plan",
+    "Mesh": "built by planner.evaluate from a configuration it has already checked",
 }
 
 

@@ -1,14 +1,17 @@
-"""A 3D-parallelism planner: DP x TP x PP x ZeRO stage x micro-batch, ranked.
+"""A parallelism planner: DP x TP x PP x ZeRO stage x micro-batch, ranked (notebook 09),
+with context and expert parallelism for long sequences and MoE models (notebook 12).
 
-Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``).
+Taught in notebooks 09 (``notebooks/09_hybrid_parallelism.ipynb``) and 12.
 """
+from .axes import Mesh, all_to_all_time, axis_layout
 from .comm import comm_bytes_per_step
 from .cost import Plan, collective_time, evaluate
 from .grading import critique, grade
-from .links import group_collective_time, group_layout, pp_link
+from .links import group_collective_time, group_layout, layout_collective_time, pp_link
 from .search import plan, powers_of_two_dividing
-from .specs import CLUSTERS, MODELS, ClusterSpec, ModelSpec
+from .specs import CLUSTERS, MLA, MODELS, ClusterSpec, ModelSpec
 
 __all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS", "Plan", "evaluate", "plan",
            "collective_time", "powers_of_two_dividing", "comm_bytes_per_step", "grade",
-           "critique", "group_layout", "group_collective_time", "pp_link"]
+           "critique", "group_layout", "group_collective_time", "pp_link", "MLA",
+           "axis_layout", "all_to_all_time", "layout_collective_time", "Mesh"]

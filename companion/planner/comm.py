@@ -23,29 +23,37 @@ __all__ = ["comm_bytes_per_step"]
 def comm_bytes_per_step(model: ModelSpec, dp: int, tp: int, pp: int, micro_batch: int,
                         microbatches: int, zero: int = 0, bytes_per_element: int = 2,
                         recompute: str = "selective", vocab_parallel: bool = True,
-                        stage: int | None = None, sequence_parallel: bool | None = None) -> dict:
+                        stage: int | None = None, sequence_parallel: bool | None = None,
+                        cp: int = 1, ep: int = 1, etp: int | None = None,
+                        split: str | None = None) -> dict:
     """Payload bytes per step for one rank: ``{"tp", "pp_boundary", "dp"}``.
 
     ``stage`` picks a pipeline stage (default: the busiest); ``pp_boundary`` counts both
     directions across one boundary. ``sequence_parallel`` (default: on when tp > 1)
-    shards the activations sent between stages over the TP ranks.
+    shards the activations sent between stages over the TP ranks. ``cp`` context-parallel
+    ranks each hold ``seq_len / cp`` of every sequence, so TP and PP bytes divide by it;
+    ``ep``/``etp``/``split`` pick the stage's parameters as ``ModelSpec.stage_params``
+    does (CP and EP traffic themselves: ``planner.axes``, notebook 12).
     """
+    etp = tp if etp is None else etp
     for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
-                        ("microbatches", microbatches), ("bytes_per_element", bytes_per_element)):
+                        ("microbatches", microbatches), ("bytes_per_element", bytes_per_element),
+                        ("cp", cp), ("ep", ep), ("etp", etp)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"zero must be 0, 1, 2 or 3, got {zero!r}.")
     if sequence_parallel is None:
         sequence_parallel = tp > 1
-    stages = model.stage_layers(pp)
+    stages = model.stage_layers(pp, split)
     if stage is None:
-        stage = max(range(pp), key=lambda s: model.stage_params(s, pp, tp, vocab_parallel))
-    activation = micro_batch * model.seq_len * model.hidden * bytes_per_element
+        stage = max(range(pp), key=lambda s: model.stage_params(s, pp, tp, vocab_parallel,
+                                                                ep, etp, split))
+    activation = micro_batch * model.seq_len // cp * model.hidden * bytes_per_element
     tp_calls = 4 + (2 if recompute == "full" else 0)
     tp_bytes = tp_calls * stages[stage] * microbatches * activation if tp > 1 else 0
     shard = tp if sequence_parallel else 1
     pp_bytes = 2 * microbatches * activation // shard if pp > 1 else 0
-    params = model.stage_params(stage, pp, tp, vocab_parallel) * bytes_per_element
+    params = model.stage_params(stage, pp, tp, vocab_parallel, ep, etp, split) * bytes_per_element
     multiple = {0: 1, 1: 2, 2: 2, 3: 3}[zero]  # DDP's one all-reduce counts once as payload
     return {"tp": tp_bytes, "pp_boundary": pp_bytes, "dp": params * multiple if dp > 1 else 0}

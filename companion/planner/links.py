@@ -32,7 +32,7 @@ from __future__ import annotations
 from .. import costmodel
 from ..validation import one_of, positive_int, positive_number
 
-__all__ = ["group_layout", "group_collective_time", "pp_link"]
+__all__ = ["group_layout", "group_collective_time", "layout_collective_time", "pp_link"]
 
 _KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -60,10 +60,20 @@ def group_collective_time(kind: str, nbytes: float, cluster, size: int,
     one_of("kind", kind, _KINDS)
     positive_number("nbytes", nbytes, "pass the buffer size in bytes.", zero=True)
     per_node, nodes = group_layout(cluster.gpus_per_node, size, stride)
+    return layout_collective_time(kind, nbytes, cluster, per_node, nodes)
+
+
+def layout_collective_time(kind: str, nbytes: float, cluster, per_node: int,
+                           nodes: int) -> float:
+    """:func:`group_collective_time` for a group given by its layout: ``per_node``
+    members in each of ``nodes`` nodes (``axes.axis_layout`` gives it for groups made of
+    several parallel axes, such as DP x CP)."""
+    one_of("kind", kind, _KINDS)
+    positive_number("nbytes", nbytes, "pass the buffer size in bytes.", zero=True)
     halves = 2 if kind == "all_reduce" else 1
     a_nv, b_nv = cluster.link(False)
     if nodes == 1:
-        return costmodel.predict_time("ring", nbytes, size, a_nv, b_nv) * halves / 2
+        return costmodel.predict_time("ring", nbytes, per_node, a_nv, b_nv) * halves / 2
     a_ib, b_nic = cluster.link(True)
     latency = (per_node - 1) * a_nv + (nodes - 1) * a_ib
     inside = (per_node - 1) / per_node * nbytes / b_nv

@@ -6,6 +6,8 @@ for Alpa's dynamic programming and integer programming.
 """
 from __future__ import annotations
 
+import itertools
+
 from .cost import Plan, evaluate
 from .specs import ClusterSpec, ModelSpec
 from ..validation import positive_int
@@ -25,28 +27,52 @@ def powers_of_two_dividing(n: int) -> list[int]:
 
 def plan(model: ModelSpec, cluster: ClusterSpec, global_batch: int,
          zero_stages=(0, 1, 2, 3), micro_batches=(1, 2, 4), recomputes=("selective", "full"),
-         chunk_options=(1, 2, 4), **cost_options) -> tuple[list[Plan], list[Plan]]:
+         chunk_options=(1, 2, 4), *, cp_options=(1,), ep_options=None, etp_options=None,
+         schedules=("1f1b",), stage_split=None, tp_options=None,
+         **cost_options) -> tuple[list[Plan], list[Plan]]:
     """All configurations as ``(feasible ranked fastest first, infeasible with reasons)``.
 
     Ties in step time go to the configuration whose TP group stays inside a node, then
     to fewer pipeline stages (fewer things to go wrong).
+
+    The 5D axes (notebook 12): ``cp_options`` context-parallel degrees (default: none,
+    notebook 09's search; pass e.g. ``(1, 2, 4, 8, 16)``); for a MoE model
+    ``ep_options`` (default: every power of two dividing the experts) and ``etp_options``
+    (default: ``(1, tp)``: experts unsplit or split like attention); ``schedules``
+    (add ``"dualpipev"``); ``stage_split`` (``"llama3"``); ``tp_options`` limits TP.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive number of sequences, got {global_batch!r}.")
     if cluster.gpus & (cluster.gpus - 1):
         raise ValueError(f"the planner enumerates powers of two; {cluster.gpus} GPUs is not one. "
                          "Use a node count that is a power of two.")
+    for name, options in (("cp_options", cp_options), ("ep_options", ep_options),
+                          ("etp_options", etp_options), ("tp_options", tp_options)):
+        if options is not None and (not options or not all(
+                isinstance(o, int) and o >= 1 for o in options)):
+            raise ValueError(f"{name} must be a non-empty sequence of whole numbers >= 1, "
+                             f"got {options!r}.")
+    if ep_options is None:
+        ep_options = powers_of_two_dividing(model.experts) if model.is_moe else (1,)
     feasible, infeasible = [], []
-    for tp in powers_of_two_dividing(cluster.gpus):
-        for pp in powers_of_two_dividing(cluster.gpus // tp):
-            dp = cluster.gpus // (tp * pp)
-            for zero in zero_stages:
-                for mb in micro_batches:
-                    for recompute in recomputes:
-                        for chunks in chunk_options if pp > 1 else (1,):
-                            p = evaluate(model, cluster, global_batch, dp, tp, pp, zero, mb,
-                                         recompute, chunks, **cost_options)
-                            (feasible if p.feasible else infeasible).append(p)
+    for tp in tp_options or powers_of_two_dividing(cluster.gpus):
+        for cp in cp_options:
+            if cluster.gpus % (tp * cp):
+                continue
+            for pp in powers_of_two_dividing(cluster.gpus // (tp * cp)):
+                dp = cluster.gpus // (tp * pp * cp)
+                etps = (etp_options or sorted({1, tp})) if model.is_moe else (tp,)
+                experts = [(ep, etp) for ep in ep_options for etp in etps
+                           if (tp * cp * dp) % (ep * etp) == 0]
+                for (ep, etp), zero, mb, recompute, schedule in itertools.product(
+                        experts, zero_stages, micro_batches, recomputes, schedules):
+                    if pp > 1 and zero >= 2 and (tp, cp, ep) != (tp, 1, 1):
+                        continue  # ZeRO-2/3 with PP is rejected anyway; skip its 5D copies
+                    for chunks in chunk_options if pp > 1 and schedule == "1f1b" else (1,):
+                        p = evaluate(model, cluster, global_batch, dp, tp, pp, zero, mb,
+                                     recompute, chunks, **cost_options, cp=cp, ep=ep,
+                                     etp=etp if model.is_moe else None, schedule=schedule,
+                                     stage_split=stage_split)
+                        (feasible if p.feasible else infeasible).append(p)
     feasible.sort(key=lambda p: (round(p.step_time, 9), p.tp_inter_node, p.pp))
     return feasible, infeasible
-
