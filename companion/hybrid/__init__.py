@@ -16,10 +16,12 @@ prediction.
   closed form of its all-to-all bytes.
 """
 from .common import TRANSFORMER, TransformerStage, transformer_reference, transformer_spec
+from .expert import ep_all_to_all_bytes, train_ep_dp
 from .mesh2d import parallelize_dp_tp, train_dp_tp, train_pp_dp
 from .mesh3d import MEGATRON_ORDER, predicted_bytes, train_dp_tp_pp
 from .miniature import miniature_name, run_in_miniature
 
 __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp", "transformer_reference",
            "TransformerStage", "TRANSFORMER", "transformer_spec", "run_in_miniature",
-           "miniature_name", "train_dp_tp_pp", "predicted_bytes", "MEGATRON_ORDER"]
+           "miniature_name", "train_dp_tp_pp", "predicted_bytes", "MEGATRON_ORDER",
+           "train_ep_dp", "ep_all_to_all_bytes"]
