@@ -50,6 +50,7 @@ from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS, recompute as RC
 from companion.autoparallel import stages as AST
+from companion import autoparallel as AUTO
 
 # companion.widgets re-exports each module's functions, so `planner` there is the widget;
 # the modules themselves come from importlib.
@@ -111,6 +112,9 @@ CL22 = TOP.Cluster(2, 2)
 H100x8 = PL.ClusterSpec.of("1x H100", "H100", 1)
 SIX_PER_NODE = PL.ClusterSpec("6 per node", 6, 2, 80.0, 989.0, 450.0, 50.0)
 TOY_LAYERS = [AST.Layer("a", 1e12, 1e6, 1e6), AST.Layer("b", 1e12, 1e6, 1e6)]
+AP_MLP = AUTO.mlp(batch=2, seq=4, hidden=8, ffn=16)
+AP_HW = AUTO.Hardware(peak_flops=1e12)
+AP_PLAN = AUTO.megatron_plan(AP_MLP, (4,))
 
 CASES = [
     # --- launch: the one place ranks start --------------------------------------------
@@ -689,6 +693,31 @@ CASES = [
     Case("brute_force_stages/too-many-layers", AST.brute_force_stages, (TOY_LAYERS * 5, H100x8, 4), {}, ValueError, "layers"),
     Case("equal_layers_plan/stages-not-dividing", AST.equal_layers_plan, (TOY_LAYERS, H100x8, 4), {"stages": 3}, ValueError, "stages"),
     Case("compare_with_equal_split/cluster", AST.compare_with_equal_split, (TOY_LAYERS, SIX_PER_NODE, 4), {}, ValueError, "cluster"),
+    # --- auto-sharding (notebook 12) ----------------------------------------------------
+    Case("mlp/ffn-zero", AUTO.mlp, (), {"ffn": 0}, ValueError, "ffn"),
+    Case("mlp/input-layout", AUTO.mlp, (), {"input": "S1"}, ValueError, "input"),
+    Case("attention_block/heads-not-dividing", AUTO.attention_block, (), {"hidden": 10, "heads": 4}, ValueError, "heads"),
+    Case("transformer/output-layout", AUTO.transformer, (), {"output": "P"}, ValueError, "output"),
+    Case("Hardware/peak-zero", AUTO.Hardware, (0,), {}, ValueError, "peak_flops"),
+    Case("Hardware/beta-per-axis-negative", AUTO.Hardware, (1e12,), {"beta": (1e9, -1.0)}, ValueError, "beta"),
+    Case("strategies/foreign-node", AUTO.strategies, (AP_MLP, AUTO.Node("y", "gelu"), (4,)), {}, ValueError, "node"),
+    Case("reshard_steps/placement", AUTO.reshard_steps, ((8, 4), ("S2",), ("R",), (4,)), {}, ValueError, "src"),
+    Case("build/mesh-3d", AUTO.build, (AP_MLP, (2, 2, 2), AP_HW), {}, ValueError, "mesh"),
+    Case("build/mesh-fraction", AUTO.build, (AP_MLP, (2.5,), AP_HW), {}, ValueError, "mesh"),
+    Case("solve/hw-missing", AUTO.solve, (AP_MLP, (4,), None), {}, TypeError, r"\bhw\b"),
+    Case("solve/fixed-unknown-strategy", AUTO.solve, (AP_MLP, (4,), AP_HW), {"fixed": {"fc1": "diag"}}, ValueError, "fixed"),
+    Case("brute_force/not-a-problem", AUTO.brute_force, (AP_MLP,), {}, TypeError, "problem"),
+    Case("brute_force/too-big", AUTO.brute_force, (AUTO.build(AP_MLP, (4,), AP_HW),), {"limit": 10}, ValueError, "limit"),
+    Case("plan_cost/missing-node", AUTO.plan_cost, (AUTO.build(AP_MLP, (4,), AP_HW), {"fc1": "col"}), {}, ValueError, "plan"),
+    Case("predicted_comm/bad-strategy", AUTO.predicted_comm, (AUTO.build(AP_MLP, (4,), AP_HW), dict(AP_PLAN, fc2="diag")), {}, ValueError, "plan"),
+    Case("megatron_plan/mesh", AUTO.megatron_plan, (AP_MLP, (0,)), {}, ValueError, "mesh"),
+    Case("compare_with_megatron/graph", AUTO.compare_with_megatron, ("mlp", (4,), AP_HW), {}, TypeError, "graph"),
+    Case("sweep/no-values", AUTO.sweep, (AUTO.mlp, (), (4,), AP_HW), {}, ValueError, "values"),
+    Case("reference/seed", AUTO.reference, (AP_MLP,), {"seed": -1}, ValueError, "seed"),
+    Case("check_plan/mesh-vs-plan", AUTO.check_plan, (AP_MLP, AP_PLAN, (2, 2)), {}, ValueError, "plan"),
+    Case("check_plans/mixed-device-counts", AUTO.check_plans, ([(AP_MLP, AP_PLAN, (4,)), (AP_MLP, AUTO.megatron_plan(AP_MLP, (2,)), (2,))],), {}, ValueError, "cases"),
+    Case("launch/run_plan-world-size", launch, (AUTO.run_plan, AP_MLP, AP_PLAN, (4,)), {"world_size": 2}, ValueError, "world_size"),
+    Case("launch/run_plans-empty", launch, (AUTO.run_plans, []), {"world_size": 2}, ValueError, "cases"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the
@@ -721,7 +750,8 @@ _reason("the argument checks themselves: every case above runs them",
         "divides", "callable_arg", "accepts", "preflight", "run_preflight")
 _reason("a record the package builds and fills (dataclass or result object), not an entry point",
         "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op", "Accelerator",
-        "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger")
+        "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger",
+        "Graph", "Node", "Strategy", "Problem", "Solution")
 _reason("the emulated cluster's records and state, built from a Cluster whose constructor "
         "checked it (Cluster cases)", "Hop", "Emulation", "Ports")
 _reason("launch()'s own machinery; launch checks its arguments first (launch cases)",

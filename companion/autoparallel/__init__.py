@@ -7,12 +7,12 @@ that picks one per operator (:mod:`.ilp`), and the chosen plan run for real with
 """
 from .graph import Graph, Node, attention_block, mlp, transformer
 from .ilp import (Problem, Solution, brute_force, build, compare_with_megatron, megatron_plan,
-                  plan_cost, predicted_comm, solve)
+                  plan_cost, predicted_comm, solve, sweep)
 from .dtensor_run import check_plan, check_plans, reference, run_plan, run_plans
 from .sharding import Hardware, Strategy, reshard_steps, strategies
 
 __all__ = ["Graph", "Node", "mlp", "attention_block", "transformer", "Hardware", "Strategy",
            "strategies", "reshard_steps", "Problem", "Solution", "build", "solve",
            "brute_force", "plan_cost", "predicted_comm", "megatron_plan",
-           "compare_with_megatron", "run_plan", "run_plans", "check_plan",
+           "compare_with_megatron", "sweep", "run_plan", "run_plans", "check_plan",
            "check_plans", "reference"]

@@ -80,6 +80,10 @@ def _attention_local(qkv, seq, d_head):
 
 def reference(graph: Graph, seed: int = 0, dtype=torch.float64) -> dict:
     """The graph's input, weights and output-gradient probe, from ``seed`` (full tensors)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a Graph from autoparallel.mlp/attention_block/"
+                        f"transformer, got {type(graph).__name__}.")
+    nonnegative_int("seed", seed, "pass a seed such as 0.")
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(graph.nodes[0].shape, generator=gen, dtype=dtype)
     weights = {n.name: torch.randn(n.weight, generator=gen, dtype=dtype) / math.sqrt(n.weight[0])

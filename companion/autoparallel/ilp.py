@@ -25,15 +25,13 @@ import dataclasses
 import itertools
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import lil_matrix
 
 from ..validation import one_of, positive_int
 from .graph import Graph
 from .sharding import Hardware, reshard_steps, steps_time, strategies
 
 __all__ = ["Problem", "Solution", "build", "solve", "brute_force", "plan_cost",
-           "predicted_comm", "megatron_plan", "compare_with_megatron"]
+           "predicted_comm", "megatron_plan", "compare_with_megatron", "sweep"]
 
 
 @dataclasses.dataclass
@@ -96,7 +94,14 @@ def build(graph: Graph, mesh, hw: Hardware) -> Problem:
 
 def solve(graph: Graph, mesh, hw: Hardware, fixed: dict | None = None) -> Solution:
     """The cheapest plan, exactly (``fixed`` pins some nodes: ``{"x": "R"}``)."""
-    problem = build(graph, mesh, hw)
+    return _solve_problem(build(graph, mesh, hw), fixed)
+
+
+def _solve_problem(problem: Problem, fixed: dict | None = None) -> Solution:
+    from scipy.optimize import Bounds, LinearConstraint, milp  # not imported inside ranks
+    from scipy.sparse import lil_matrix
+
+    graph = problem.graph
     names = [n.name for n in graph.nodes]
     start, offset = {}, 0                      # where each s_v and e_uv sits in z
     for name in names:
@@ -162,9 +167,15 @@ def _solution(problem: Problem, plan: dict) -> Solution:
     return Solution(plan, cost.pop("total"), cost, problem)
 
 
-def brute_force(problem: Problem) -> Solution:
+def brute_force(problem: Problem, limit: int = 200_000) -> Solution:
     """The cheapest plan by trying every combination (small graphs only)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a Problem from build(...), got {type(problem).__name__}.")
     names = list(problem.options)
+    combos = int(np.prod([len(problem.options[n]) for n in names], dtype=float))
+    if combos > limit:
+        raise ValueError(f"problem has {combos} combinations, more than limit={limit}; "
+                         f"use solve() or a smaller graph (or mesh).")
     best = None
     for combo in itertools.product(*(range(len(problem.options[n])) for n in names)):
         pick = dict(zip(names, combo))
@@ -203,6 +214,7 @@ def megatron_plan(graph: Graph, mesh=(4,)) -> dict:
     """Megatron-LM's hand-written plan: column-parallel qkv and fc1, row-parallel o
     and fc2 (one all-reduce each), heads and GeLU split; on a 2-D mesh data parallel
     over axis 0 and that tensor parallelism over axis 1."""
+    mesh = _check(graph, mesh, Hardware(peak_flops=1.0))
     dp = len(mesh) == 2
     per = {"linear_in": "col", "linear_out": "row", "split": "S1", "whole": "R"}
     plan = {}
@@ -228,3 +240,24 @@ def compare_with_megatron(graph: Graph, mesh, hw: Hardware) -> dict:
             "megatron": dict(megatron.breakdown, total=megatron.seconds),
             "speedup": megatron.seconds / best.seconds,
             "same_as_megatron": best.plan == megatron.plan}
+
+
+def sweep(builder, values, mesh, hw: Hardware, vary: str = "batch", **shape) -> list:
+    """:func:`compare_with_megatron` on ``builder(**shape, vary=value)`` for each value:
+    ``[{vary, "tokens", "solver", "megatron", "speedup", "plan"}]`` (seconds). With the
+    MLP and a replicated input and output, data parallelism (``dp``) replaces Megatron
+    once tokens > 2 * ffn: it all-reduces the two weights' gradients, 2 * hidden * ffn
+    elements, instead of two ``[tokens, hidden]`` activations, and all-gathers the
+    output (and the input's gradient), half an all-reduce each."""
+    if not callable(builder):
+        raise TypeError(f"builder must be mlp, attention_block or transformer, got {builder!r}.")
+    if not values:
+        raise ValueError("values must list at least one size to try, e.g. (8, 64, 512).")
+    rows = []
+    for value in values:
+        graph = builder(**dict(shape, **{vary: value}))
+        r = compare_with_megatron(graph, mesh, hw)
+        rows.append({vary: value, "tokens": graph.batch * graph.seq, "solver": r["solver"]["total"],
+                     "megatron": r["megatron"]["total"], "speedup": r["speedup"],
+                     "plan": r["solver_plan"]})
+    return rows

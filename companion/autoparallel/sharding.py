@@ -38,7 +38,7 @@ from ..planner.cost import collective_time
 from ..validation import positive_int, positive_number
 from .graph import Graph, Node
 
-__all__ = ["Hardware", "Strategy", "strategies", "reshard_steps", "steps_time"]
+__all__ = ["Hardware", "Strategy", "strategies", "reshard_steps"]
 
 # name: (x, W, y before the node's own reduction, y after it, grad of x, grad of W)
 LINEAR = {"rep": ("R", "R", "R", "R", "R", "R"),
@@ -107,18 +107,25 @@ def _valid(shape, placement, mesh, rows_unit=1) -> bool:
 
 def reshard_steps(shape, src, dst, mesh) -> list:
     """Collectives that move a ``shape`` tensor from placement ``src`` to ``dst``:
-    ``[(kind, axis, payload elements)]``, in the order dtensor_run performs them (first
-    every axis that gathers or sums, then reduce-scatters, then the free slices), one
-    axis at a time. The payload is the buffer each rank hands in (its local piece)."""
+    ``[(kind, axis, payload elements)]``, in the order dtensor_run performs them, one
+    axis at a time: all-reduces first (while the other axes still shard the tensor, so
+    the piece summed is small), then all-gathers, then reduce-scatters, then the free
+    slices. The payload is the buffer each rank hands in (its local piece)."""
+    for name, p in (("src", src), ("dst", dst)):
+        if len(p) != len(mesh) or any(q not in ("R", "S0", "S1", "P") for q in p):
+            raise ValueError(f"{name}={p!r} must give one of 'R', 'S0', 'S1', 'P' per mesh axis "
+                             f"(mesh={tuple(mesh)}), e.g. ('S0',) on a 1-D mesh.")
+    if len(shape) != 2:
+        raise ValueError(f"shape={shape!r} must be a 2-D [rows, columns] tensor shape.")
     cur, out = list(src), []
-    for phase in (1, 2, 3):
+    for phase in (0, 1, 2, 3):
         for axis, (s, d) in enumerate(zip(src, dst)):
             if s == d:
                 continue
             if phase == 1 and s[0] == "S":
                 out.append(("all_gather", axis, _local(shape, cur, mesh)))
                 cur[axis] = "R"
-            elif phase == 1 and s == "P" and d == "R":
+            elif phase == 0 and s == "P" and d == "R":
                 out.append(("all_reduce", axis, _local(shape, cur, mesh)))
                 cur[axis] = "R"
             elif phase == 2 and s == "P" and d[0] == "S":
@@ -180,6 +187,10 @@ def _same_placement(graph: Graph, node: Node, mesh, options) -> list:
 
 def strategies(graph: Graph, node: Node, mesh) -> list:
     """Every candidate :class:`Strategy` of ``node`` on a mesh of shape ``mesh``."""
+    if not isinstance(graph, Graph) or node not in graph.nodes:
+        raise ValueError(f"node must be one of graph's nodes (graph.nodes), got {node!r}.")
+    if not isinstance(mesh, (tuple, list)) or len(mesh) not in (1, 2):
+        raise ValueError(f"mesh={mesh!r} must be a 1-D or 2-D mesh shape, e.g. (4,) or (2, 2).")
     if node.kind == "linear":
         return _linear(graph, node, mesh)
     if node.kind in ("input", "output") and node.placement == "R":
