@@ -317,10 +317,13 @@ def cp_ep_reference(model, cluster, global_batch, tp, pp):
 
 
 def _cp_ep_inputs(rank, world_size):
-    return (_cp_ep_problems(),)
+    # The package's answers are found here, before the student's code is watched (the
+    # adapter runs inside the watch, where calling the reference would count as theirs).
+    problems = _cp_ep_problems()
+    return problems, {name: cp_ep_reference(*args) for name, args in problems.items()}
 
 
-def _judge_cp_ep(candidate, problems):
+def _judge_cp_ep(candidate, problems, answers):
     out = {}
     for name, (model, cluster, batch, tp, pp) in problems.items():
         got = candidate(model, cluster, batch, tp, pp)
@@ -328,7 +331,7 @@ def _judge_cp_ep(candidate, problems):
             return got   # the feedback shows what came back instead of (cp, ep)
         cp, ep = got
         p = evaluate_axes(model, cluster, batch, tp, pp, cp, ep)
-        best_cp, best_ep = cp_ep_reference(model, cluster, batch, tp, pp)
+        best_cp, best_ep = answers[name]
         best = evaluate_axes(model, cluster, batch, tp, pp, best_cp, best_ep)
         out[name] = {"fits": True if p.feasible else p.reason,
                      "CP is the smallest that fits": cp <= best_cp or
@@ -341,7 +344,7 @@ def _judge_cp_ep(candidate, problems):
     return out
 
 
-def _cp_ep_expected(problems):
+def _cp_ep_expected(problems, answers):
     return {name: {"fits": True, "CP is the smallest that fits": True,
                    f"step within {TOLERANCE:.0%} of the best EP at that CP": True}
             for name in problems}

@@ -17,11 +17,11 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ..planner import CLUSTERS, MODELS, plan, powers_of_two_dividing
+from ..planner import CLUSTERS, MODELS, ModelSpec, plan, powers_of_two_dividing
 from ._base import guarded, showing
 from ..validation import one_of, positive_int
 
-__all__ = ["autoparallel_planner", "search_5d", "plan_axes", "axes_changed"]
+__all__ = ["autoparallel_planner", "search_5d"]
 
 SEQUENCES = (4096, 8192, 32768, 131072)
 CP_DEGREES = (1, 2, 4, 8, 16, 32)
@@ -40,7 +40,13 @@ def search_5d(model, cluster, global_batch: int, allow_cp: bool = True,
     when allowed, CP (degrees 1-32); for a MoE model EP up to 64 (DeepSeek-V3's 8 nodes)
     with the experts unsplit (ETP 1), 1F1B and, when allowed, DualPipeV. Narrower than
     ``planner.plan``'s defaults so that a MoE search with CP takes seconds, not tens."""
-    moe = getattr(model, "is_moe", False)
+    if not isinstance(model, ModelSpec):
+        raise TypeError(f"model must be a planner.ModelSpec (e.g. planner.MODELS['Llama-3 405B']), "
+                        f"got {type(model).__name__}.")
+    for name, flag in (("allow_cp", allow_cp), ("dualpipe", dualpipe)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}.")
+    moe = model.is_moe
     eps = [e for e in powers_of_two_dividing(model.experts) if e <= 64] if moe else None
     return plan(model, cluster, global_batch, zero_stages=(1,), micro_batches=(1, 2),
                 recomputes=("selective", "full"), chunk_options=(1, 4),
@@ -50,16 +56,16 @@ def search_5d(model, cluster, global_batch: int, allow_cp: bool = True,
                 stage_split="llama3")
 
 
-def plan_axes(p) -> dict:
+def _plan_axes(p) -> dict:
     """``{"dp", "tp", "cp", "ep", "pp"}`` degrees of a plan."""
     return {a: getattr(p, a) for a in AXES}
 
 
-def axes_changed(before, after) -> str:
+def _axes_changed(before, after) -> str:
     """``"CP 1 -> 16, DP 128 -> 8"``: the axes whose degree differs (empty if none)."""
     if before is None or after is None:
         return ""
-    a, b = plan_axes(before), plan_axes(after)
+    a, b = _plan_axes(before), _plan_axes(after)
     return ", ".join(f"{k.upper()} {a[k]} -> {b[k]}" for k in AXES if a[k] != b[k])
 
 
@@ -124,7 +130,7 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
         box.previous, box.best = box.best, feasible[0] if feasible else None
         box.last_plans = feasible
         table.value = _table(feasible, infeasible)
-        moved = axes_changed(box.previous, box.best)
+        moved = _axes_changed(box.previous, box.best)
         if box.best is None:
             # memory is the informative refusal; a batch that does not divide is bookkeeping
             reasons = [p.reason for p in infeasible]
