@@ -127,7 +127,9 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
         m = dataclasses.replace(MODELS[model_w.value], seq_len=seq_w.value)
         c = CLUSTERS[cluster_w.value]
         feasible, infeasible = search_5d(m, c, batch_w.value, cp_w.value, dual_w.value)
-        box.previous, box.best = box.best, feasible[0] if feasible else None
+        # compare with the last plan that fitted: "nothing fits" is not a plan to move from
+        box.previous = box.best or box.previous
+        box.best = feasible[0] if feasible else None
         box.last_plans = feasible
         table.value = _table(feasible, infeasible)
         moved = _axes_changed(box.previous, box.best)
@@ -142,7 +144,7 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
             status.value = (f"<b>Best:</b> {html.escape(box.best.label())} ({kind}, "
                             f"{m.seq_len:,}-token sequences). "
                             + (f"<b>Changed:</b> {moved}." if moved else
-                               ("Same axes as before." if box.previous else "")))
+                               ("Same axes as the last plan that fitted." if box.previous else "")))
         with showing(out):
             if feasible:
                 fig = _figure(feasible[:4], f"{m.name} on {c.name}, batch {batch_w.value} x "
