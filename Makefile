@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present test test-fast notebooks browser bench student clean-venv help
+.PHONY: lab present test test-fast notebooks browser bench student gpu-check clean-venv help
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
@@ -24,6 +24,8 @@ help:
 	@echo "make present NB=03  serve notebook 03 as a dashboard (Voila: widgets, no code)"
 	@echo "make browser    only the real-browser tests (needs Debian's chromium)"
 	@echo "make bench      run the benchmarks in benchmarks/ (prints tables)"
+	@echo "make gpu-check  the GPU readiness checks in tests/gpu/ (NCCL, cuda:0, allocator vs"
+	@echo "                ZeRO formula; < 5 min on one GPU); without CUDA every test skips"
 	@echo "make student    write the notebooks without their solutions to $(STUDENT_DIR)/"
 	@echo "                (STUDENT_DIR=... to choose; nbgrader's solution marks)"
 
@@ -68,6 +70,12 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# GPU readiness (issue #20): tests/gpu/ runs only where torch sees CUDA and a GPU; without
+# them every test skips with one reason and this exits 0. COMPANION_GPU_CHECK_DEVICE=cpu
+# dry-runs the same tests with gloo on the CPU (set it by hand; make test never does).
+gpu-check: $(STAMP)
+	$(BIN)/python -m pytest tests/gpu $(PYTEST_ARGS)
 
 # The student release: nbgrader-marked solutions replaced by `raise NotImplementedError()`.
 student: $(STAMP)

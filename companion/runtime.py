@@ -117,11 +117,15 @@ def setup_process_group(
     if backend == "nccl":
         # Rank r on a node owns cuda:LOCAL_RANK; set it before NCCL creates communicators.
         torch.cuda.set_device(local_rank_default(rank))
-    kwargs = {}
+    kwargs, spec = {}, backend
     if backend == "nccl":
         kwargs["device_id"] = torch.device("cuda", torch.cuda.current_device())
+        # NCCL alone has no CPU backend: a collective on a CPU tensor (a table a rank
+        # builds on the host, a one-rank cell of notebook 05 or 07) would fail with "No
+        # backend type associated with device type cpu". Gloo serves the CPU tensors.
+        spec = "cpu:gloo,cuda:nccl"
     dist.init_process_group(
-        backend=backend,
+        backend=spec,
         init_method=init_method,
         rank=rank,
         world_size=world_size,
@@ -170,8 +174,12 @@ def local_rank() -> int:
 
 
 def backend() -> str | None:
-    """Backend of the default group ("gloo", "nccl"), or None outside one."""
-    return dist.get_backend() if dist.is_initialized() else None
+    """Backend of the default group ("gloo", "nccl"), or None outside one. A group made
+    with ``backend="nccl"`` (gloo beside it for CPU tensors) reports "nccl"."""
+    if not dist.is_initialized():
+        return None
+    name = str(dist.get_backend())
+    return "nccl" if "nccl" in name else name
 
 
 def device() -> torch.device:

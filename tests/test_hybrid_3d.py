@@ -48,7 +48,8 @@ def assert_equals_one_process(results):
 
 def test_3d_mesh_places_ranks_as_megatron(megatron_1f1b):
     # Megatron's "tp-cp-ep-dp-pp" (innermost first): TP pairs adjacent, DP next, PP outermost.
-    coords = sorted((r["coords"]["dp"], r["coords"]["tp"], r["coords"]["pp"]) for r in megatron_1f1b)
+    coords = sorted((r["coords"]["dp"], r["coords"]["tp"], r["coords"]["pp"])
+                    for r in megatron_1f1b)
     assert coords == sorted(itertools.product(range(2), repeat=3))
     r0 = next(r for r in megatron_1f1b if r["rank"] == 0)
     assert r0["groups"] == {"tp": [0, 1], "dp": [0, 2], "pp": [0, 4]}
@@ -117,6 +118,18 @@ def test_predicted_bytes_without_ranks_match_the_run(megatron_1f1b):
     for r in megatron_1f1b:
         assert hybrid.predicted_bytes(dp=2, tp=2, pp=2, batch=BATCH, microbatches=MICRO,
                                       stage=r["coords"]["pp"]) == r["measured"]
+
+
+@pytest.mark.parametrize("fn, world, kwargs", [
+    (hybrid.train_dp_tp_pp, 4, dict(dp=1, tp=2, pp=2, microbatches=4, batch=8)),
+    (hybrid.train_ep_dp, 4, dict(ep=4, dp=1)),
+])
+def test_an_axis_of_degree_one_moves_no_bytes_and_still_equals_one_process(fn, world, kwargs):
+    results = launch(fn, world_size=world, steps=1, **kwargs)
+    assert_equals_one_process(results)
+    for r in results:
+        assert r["measured"] == r["predicted"]
+        assert 0 in r["measured"].values()  # the DP axis of one: no gradient all-reduce
 
 
 def test_3d_run_refuses_a_mesh_that_does_not_fit_before_any_rank_starts():

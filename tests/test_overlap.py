@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import companion
-from companion.overlap import (crossover_batch, measure_overlap, merge_spans, mlp_flops,
-                               overlap_length, predicted_crossover, ring_bytes, span_length,
-                               step_timeline)
+from companion.overlap import (crossover_batch, draw_overlap, measure_overlap, merge_spans,
+                               mlp_flops, overlap_length, predicted_crossover, ring_bytes,
+                               slowest_rank_exposed, span_length, step_timeline)
 
 NAN = math.nan
 
@@ -41,6 +41,46 @@ def test_step_timeline_splits_hidden_and_exposed():
     assert [(c["hidden_s"], c["exposed_s"]) for c in tl["comm"]] == [(3, 1), (0, 3)]
     with pytest.raises(ValueError, match="end"):
         step_timeline(records, 20, 10)
+
+
+def test_slowest_rank_exposed_ignores_waiting_for_a_straggler():
+    # rank 0 computes 2 s then waits 8 s for rank 1, which computes 7 s: the collective
+    # (link 2-10) is exposed 8 s on rank 0 but added only 10 - 7 = 3 s to the step
+    fast = step_timeline([_record("all_reduce", 2, 2, 10, 2, 10)], 0, 10, rank=0)
+    slow = step_timeline([_record("all_reduce", 7, 2, 10, 7, 10)], 0, 10, rank=1)
+    assert fast["exposed_s"] == pytest.approx(8) and slow["exposed_s"] == pytest.approx(3)
+    assert slowest_rank_exposed([fast, slow]) == pytest.approx(3)
+    with pytest.raises(ValueError, match="timelines"):
+        slowest_rank_exposed([])
+
+
+def test_draw_overlap_colours_hidden_and_exposed_link_time():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from companion.overlap.plot import COLORS
+
+    records = [_record("all_reduce", 10.5, 11, 15, 14, 15),
+               _record("all_reduce", 12, 15, 18, 15, 18)]
+    tl = step_timeline(records, 10, 20, rank=0)
+    fig, ax = plt.subplots()
+    draw_overlap(ax, [tl, tl])
+    bars = {}  # colour (lower-case hex) -> total width in ms, over both ranks
+    for coll in ax.collections:
+        colour = to_hex(coll.get_facecolor()[0])
+        for path in coll.get_paths():
+            xs = path.vertices[:, 0]
+            bars[colour] = bars.get(colour, 0) + xs.max() - xs.min()
+    plt.close(fig)
+    assert bars[COLORS["hidden"].lower()] == pytest.approx(2 * 3e3)   # 3 s hidden per rank
+    assert bars[COLORS["exposed"].lower()] == pytest.approx(2 * 4e3)  # 1 + 3 s exposed
+    assert bars[COLORS["compute"].lower()] == pytest.approx(2 * 6e3)
+    assert bars[COLORS["wait"].lower()] == pytest.approx(2 * 4e3)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["rank 0", "rank 0"]
+    with pytest.raises(ValueError, match="timelines"):
+        draw_overlap(ax, [{"rank": 0}])
 
 
 def test_ring_bytes_and_crossover_formula():

@@ -57,7 +57,11 @@ def _check_pp_dp(pp, dp, steps, batch, microbatches, schedule, lr, world_size=1)
     if batch % (dp * microbatches):
         raise ValueError(f"batch={batch} must split into dp={dp} x microbatches={microbatches} "
                          f"equal parts; use a multiple of {dp * microbatches}.")
-    make_schedule(schedule, pp, microbatches)  # refuses an unknown schedule by name
+    sched = make_schedule(schedule, pp, microbatches)  # refuses an unknown schedule by name
+    if sched.split_backward or sched.chunks != 1:
+        raise ValueError(f"schedule={schedule!r} splits the backward or holds several chunks "
+                         "per rank, which this PP x DP step does not execute; use "
+                         "schedule='1f1b' or 'gpipe'.")
 
 
 def parallelize_dp_tp(model: TinyTransformer, tp_group) -> TinyTransformer:

@@ -111,7 +111,8 @@ def _summary(results) -> str:
     exact = all(r["measured"] == r["predicted"] for r in results)
     return (f"max |param diff| {max(r['max_param_diff'] for r in results):.1e}, "
             f"max |grad diff| {max(r['max_grad_diff'] for r in results):.1e}; bytes measured == "
-            f"planner on every rank: {exact}; slowest rank {max(r['seconds'] for r in results):.2f} s")
+            f"planner on every rank: {exact}; slowest rank "
+            f"{max(r['seconds'] for r in results):.2f} s")
 
 
 def _max_diff(a: dict, b: dict) -> float:
@@ -145,7 +146,8 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
         return int(mesh.mesh[tuple(at[n] for n in order)])
 
     corpus = data.CharCorpus()
-    full = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=False, seed=seed, **TRANSFORMER)
+    full = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=False, seed=seed,
+                           **TRANSFORMER)
     piece = TransformerStage(parallelize_dp_tp(full, tp_group), stage, pp)
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
@@ -167,10 +169,10 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
             dist.all_reduce(total)
             losses.append(total.item() / (dp * tp))
     seconds = time.perf_counter() - start
-    # With tp=1 the blocks' all-reduces run on a group of one: the log counts the calls
+    # A degree of 1 runs its collectives on a group of one: the logs count the calls
     # but no byte leaves the rank.
     measured = {"tp": log.bytes(kind="all_reduce", wire=False) / steps if tp > 1 else 0,
-                "pp": p2p_bytes / steps, "dp": ledger_bytes(ddp) / steps}
+                "pp": p2p_bytes / steps, "dp": ledger_bytes(ddp) / steps if dp > 1 else 0}
 
     ref = transformer_reference(steps=steps, batch=batch, lr=lr, seed=seed, tie_weights=False)
     ref_piece = dict(TransformerStage(ref["model"], stage, pp).named_parameters())

@@ -149,10 +149,11 @@ RING = register(Exercise(
            "rank sends in each round.",
            "Work on a flat copy of `x` (the caller's tensor must not change) and split it "
            "into N views with `tensor_split(N)`, which handles 10 elements on 4 ranks.",
-           "In round s of the first half, rank r sends chunk (r - s) % N and receives "
-           "chunk (r - s - 1) % N, which it adds to its own. After N-1 rounds rank r holds "
-           "the finished chunk (r + 1) % N; the second half sends finished chunks on and "
-           "copies what arrives instead of adding.",
+           "As in the replay: in round s of the first half, rank r sends chunk "
+           "(r - s - 1) % N and receives chunk (r - s - 2) % N, which it adds to its own. "
+           "After N-1 rounds rank r holds the finished chunk r; in round s of the second "
+           "half it sends chunk (r - s) % N on and copies the chunk (r - s - 1) % N that "
+           "arrives instead of adding.",
            "Each round: `dist.isend(chunk.contiguous(), right)` and "
            "`dist.irecv(incoming, left)` with `incoming = torch.empty_like(...)`, then "
            "`.wait()` on both before touching `incoming`."),

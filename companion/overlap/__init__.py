@@ -7,13 +7,17 @@ and the Ultra-Scale Playbook's appendix on overlap.
   asynchronously, optionally behind an emulated link, optionally timed;
 * :mod:`.timeline`: one step split into compute and hidden / exposed communication;
 * :mod:`.runs`: DDP and FSDP steps on real ranks (:func:`measure_overlap`) and the batch
-  sweep that finds the crossover (:func:`measure_crossover`).
+  sweep that finds the crossover (:func:`measure_crossover`);
+* :mod:`.plot`: those timelines drawn per rank (:func:`draw_overlap`), and the exposure
+  that counts when ranks share cores (:func:`slowest_rank_exposed`).
 """
 from .comm import Collectives, ring_bytes
 from .runs import (crossover_batch, measure_crossover, measure_overlap, mlp_flops,
                    predicted_crossover)
+from .plot import draw_overlap, slowest_rank_exposed
 from .timeline import merge_spans, overlap_length, span_length, step_timeline
 
 __all__ = ["Collectives", "ring_bytes", "measure_overlap", "measure_crossover",
            "predicted_crossover", "crossover_batch", "mlp_flops", "step_timeline",
-           "merge_spans", "span_length", "overlap_length"]
+           "merge_spans", "span_length", "overlap_length", "draw_overlap",
+           "slowest_rank_exposed"]

@@ -1,0 +1,197 @@
+"""Every notebook's rank functions on a machine with a GPU.
+
+The package's ranks compute on ``companion.device()``: their own GPU under NCCL, else the
+CPU. Only a few rank functions build their tensors there (``DEVICE_AWARE``); the others
+compute on the CPU by design (``CPU_ONLY``, each with its reason): the course runs on
+laptops, their lessons are bytes and algorithms on gloo, and most compare against a
+float64 single-process reference bit for bit. This module checks three things:
+
+1. the device-aware ones run on cuda:0 at world size 1 under NCCL, and notebook 03's
+   trainings there end where the same training on the CPU ends;
+2. the notebook cells that launch ONE rank with the launcher's default backend ("auto",
+   which picks NCCL as soon as one GPU is visible) still work on such a machine;
+3. every CPU-only rank function still runs (gloo, as the notebooks launch it on a machine
+   with one GPU and world size >= 2) where CUDA is visible: torch APIs that default to
+   CUDA when it exists (device meshes, FSDP2, pipelining stages) would show up here.
+
+A rank function registered with ``@experiment`` must appear in exactly one of the two
+tables (the first test), so a new notebook's experiments get classified.
+
+Time on one GPU (estimates; not measured): (1) ~40 s (three NCCL launches; eight small
+trainings), (2) ~30 s (four launches plus two gloo references), (3) ~26 gloo launches of
+1-5 s each on a 16-core machine, ~90 s. Whole module ~2.5 min.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import companion
+from companion import experiments, launcher
+from gpu_setup import BACKEND, DEVICE, MODE, skip_without_cuda
+
+skip_without_cuda()
+
+TIMEOUT = 180.0
+
+DEVICE_AWARE = ("whoami", "all_reduce", "zero_train")
+
+_LOOPBACK = "it times gloo on loopback, with an emulated link where it says so; on a GPU it " \
+            "would time NVLink instead, which is another lesson"
+_REFERENCE = "it compares with a float64 single-process reference on the CPU, bit for bit " \
+             "where no reduction is involved"
+_DIGITS = "a small MLP on the digits, built on the CPU; the lesson is the bytes and the " \
+          "accuracy, not the speed"
+_MESH = "it builds a CPU device mesh (init_device_mesh('cpu')) and " + _REFERENCE
+
+# name -> (world size, keyword arguments that keep it short, why it computes on the CPU)
+CPU_ONLY = {
+    "collectives_all_reduce": (2, {}, "hand-written collectives over send/recv on CPU tensors"),
+    "collectives_primitives": (2, {}, "hand-written collectives over send/recv on CPU tensors"),
+    "collectives_traffic_sweep": (2, {"numel": 64}, "counts the bytes of hand-written "
+                                  "collectives on CPU tensors"),
+    "collectives_ping_pong": (2, {"sizes": (1024,), "repeats": 1}, _LOOPBACK),
+    "collectives_timing": (2, {"algorithms": ("ring",), "sizes": (1024,), "repeats": 1},
+                           _LOOPBACK),
+    "collectives_all_reduce_training": (2, {"steps": 3}, _DIGITS),
+    "collectives_parameter_server": (2, {"steps": 3}, _DIGITS),
+    "hierarchical_all_reduce": (4, {"ranks_per_node": 2}, "emulates nodes on one machine "
+                                "with gloo sub-groups"),
+    "topology_timing": (4, {"nbytes": 10_000, "repeats": 1}, _LOOPBACK),
+    "latency_link": (2, {"alphas_ms": (0.0, 1.0), "repeats": 1}, _LOOPBACK),
+    "overlap_steps": (2, {"hidden": 64, "depth": 2, "steps": 1}, _LOOPBACK),
+    "overlap_crossover": (2, {"hidden": 64, "depth": 2, "steps": 1}, _LOOPBACK),
+    "compression_train": (2, {"method": "dgc", "steps": 5, "eval_every": 5}, _DIGITS),
+    "compression_densification": (2, {"steps": 15}, _DIGITS),
+    "compression_torch_powersgd": (2, {"steps": 5, "eval_every": 5}, _DIGITS),
+    "compression_ablation": (2, {"seeds": (0,), "rows": ["dense"], "steps": 5,
+                                 "eval_every": 5}, _DIGITS),
+    "dga_toy": (2, {}, "a toy quadratic in float64, compared with its closed form"),
+    "dga_train": (2, {"steps": 5}, _DIGITS),
+    "pipeline_run": (2, {}, "stages hand CPU tensors over; device time is emulated"),
+    "tp_compare": (2, {}, _MESH),
+    "tp_dtensor_compare": (2, {}, _MESH),
+    "tp_activation_memory": (2, {}, "measures saved activations by counting CPU tensors"),
+    "sp_attention": (2, {}, _REFERENCE),
+    "sp_benchmark_layer": (2, {"steps": 1, "seq": 32, "d_model": 32, "heads": 4}, _REFERENCE),
+    "moe_expert_parallel": (2, {}, _REFERENCE),
+    "hybrid_dp_tp": (4, {"steps": 1}, _MESH),
+    "hybrid_pp_dp": (4, {"steps": 1}, _MESH),
+}
+
+
+def test_every_experiment_is_classified():
+    names = set(experiments.names())
+    assert not experiments.load_errors, experiments.load_errors
+    both = set(DEVICE_AWARE) & set(CPU_ONLY)
+    assert not both, f"in both tables: {sorted(both)}"
+    missing = names - set(DEVICE_AWARE) - set(CPU_ONLY)
+    assert not missing, (f"experiments not classified for the GPU check: {sorted(missing)}; "
+                         "add each to DEVICE_AWARE or CPU_ONLY in tests/gpu/" + __name__ + ".py")
+    gone = (set(DEVICE_AWARE) | set(CPU_ONLY)) - names
+    assert not gone, f"no longer registered: {sorted(gone)}"
+
+
+# ---- 1. the device-aware rank functions on cuda:0 ------------------------------------
+def test_whoami_and_first_all_reduce_on_the_gpu():
+    (who,) = companion.launch(experiments.get("whoami").fn, world_size=1, backend=BACKEND,
+                              timeout=TIMEOUT)
+    assert who["backend"] == BACKEND and who["device"] == DEVICE, who
+    (red,) = companion.launch(experiments.get("all_reduce").fn, world_size=1, backend=BACKEND,
+                              timeout=TIMEOUT)
+    assert red == {"rank": 0, "before": 1.0, "after": 1.0}
+
+
+STRATEGIES = ("single", "ddp", "zero1", "zero2", "fsdp", "torch_ddp", "torch_zero1",
+              "torch_fsdp2")
+
+
+def test_notebook_03_trainings_on_the_gpu_end_where_the_cpu_ends():
+    from companion.zero_runs import train, train_many
+
+    configs = [dict(strategy=s, dtype="float64", steps=3) for s in STRATEGIES]
+    (runs,) = companion.launch(train_many, configs, world_size=1, backend=BACKEND,
+                               timeout=TIMEOUT)
+    cpu = train(strategy="single", dtype="float64", steps=3)  # this process, on the CPU
+    for run in runs:
+        s = run["strategy"]
+        if MODE == "cuda":
+            assert run["held"]["cuda_allocated"] > 0, s  # the states really live on the GPU
+        assert all(math.isfinite(x) for x in run["losses"]), s
+        # float64 on both sides; the GPU's kernels sum in another order than the CPU's
+        # (cuBLAS vs. MKL), ~1e-16 relative per operation, and AdamW's division by
+        # sqrt(v) + eps amplifies that in the first steps: 1e-8 leaves four orders of
+        # magnitude above what was seen between orders of summation on the CPU (test_zero:
+        # 1e-9 atol between ranks) and is far below any real mistake (lr 1e-2 steps).
+        assert run["losses"] == pytest.approx(cpu["losses"], abs=1e-8), s
+        for name, p in run["params"].items():
+            assert torch.allclose(p, cpu["params"][name], rtol=0, atol=1e-8), (s, name)
+
+
+# ---- 2. notebook cells that launch one rank with backend="auto" ------------------------
+def _nb00_first_all_reduce():  # notebook 00: companion.basics.launch_overhead((1, ...))
+    from companion.basics import first_all_reduce
+    return first_all_reduce, {}
+
+
+def _nb03_train_many():  # notebook 03: train_many(MEASURE) for n in WORLD_SIZES, n = 1 first
+    from companion.zero_runs import train_many
+    return train_many, {"configs": [dict(strategy=s, steps=1, d_model=64, freeze=False)
+                                    for s in ("ddp", "zero1", "zero2", "fsdp")]}
+
+
+def _nb05_tp_at_t_1():  # notebook 05: `for t in (1, 2, 4): launch(tp.call_many, ...)`
+    from companion import tensor_parallel as tp
+    return tp.call_many, {"calls": [(tp.compare_with_reference, {"kind": k})
+                                    for k in ("mlp", "attention", "block")]}
+
+
+def _nb07_densification_at_n_1():  # notebook 07: `for n in [1, 2, 4, 8]: launch(densification...`
+    from companion.compression import densification
+    return densification, {"steps": 15, "density": 0.001}
+
+
+WORLD_SIZE_1_CELLS = {"00-first-all-reduce": _nb00_first_all_reduce,
+                      "03-train-many": _nb03_train_many,
+                      "05-tp-at-t-1": _nb05_tp_at_t_1,
+                      "07-densification-at-n-1": _nb07_densification_at_n_1}
+
+
+def _plain(x):
+    """Results with tensors turned into lists, so == compares values."""
+    if isinstance(x, torch.Tensor):
+        return x.tolist()
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items() if k not in ("timeline",)}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+@pytest.mark.parametrize("cell", list(WORLD_SIZE_1_CELLS))
+def test_one_rank_notebook_cell_under_the_default_backend(cell):
+    """On a one-GPU machine (Colab, a workstation) ``launch(fn, world_size=1)`` picks NCCL;
+    the cell must still run, and give what it gives under gloo when it computes on the CPU."""
+    fn, kwargs = WORLD_SIZE_1_CELLS[cell]()
+    try:
+        (got,) = companion.launch(fn, world_size=1, timeout=TIMEOUT, **kwargs)
+    except companion.LaunchError as err:
+        pytest.fail(f"notebook cell {cell}: launch(world_size=1) under the default backend "
+                    f"({launcher.last_launch.backend if launcher.last_launch else '?'}) "
+                    f"failed on this machine: {str(err).splitlines()[0]}")
+    assert launcher.last_launch.backend == (BACKEND if MODE == "cuda" else
+                                            launcher.choose_backend("auto", 1)[0])
+    if cell in ("05-tp-at-t-1", "07-densification-at-n-1"):  # CPU compute: same as gloo
+        (ref,) = companion.launch(fn, world_size=1, backend="gloo", timeout=TIMEOUT, **kwargs)
+        assert _plain(got) == _plain(ref)
+
+
+# ---- 3. CPU-only rank functions where CUDA is visible ----------------------------------
+@pytest.mark.parametrize("name", sorted(CPU_ONLY))
+def test_cpu_only_rank_function_runs_where_cuda_is_visible(name):
+    world_size, kwargs, _why = CPU_ONLY[name]
+    results = companion.launch(experiments.get(name).fn, world_size=world_size,
+                               backend="gloo", timeout=TIMEOUT, **kwargs)
+    assert len(results) == world_size and results[0] is not None
