@@ -60,6 +60,7 @@ wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
     ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero",
      "topology", "roofline"))
+wauto = importlib.import_module("companion.widgets.autoparallel")
 
 NAN, INF = math.nan, math.inf
 
@@ -475,6 +476,13 @@ CASES = [
     Case("roofline_closed_forms/d_ff-zero", CS.roofline_closed_forms, (1e15, 4e11, 0, 1e6, 8), {}, ValueError, "d_ff"),
     Case("roofline_explorer/devices", wroof.roofline_explorer, (), {"devices": 100}, ValueError, "devices"),
     Case("roofline_explorer/model", wroof.roofline_explorer, ("GPT-4",), {}, ValueError, "GPT-4"),
+    Case("autoparallel_planner/model", wauto.autoparallel_planner, ("GPT-4",), {}, ValueError, "GPT-4"),
+    Case("autoparallel_planner/batch-zero", wauto.autoparallel_planner, (), {"global_batch": 0}, ValueError, "global_batch"),
+    Case("autoparallel_planner/seq_len", wauto.autoparallel_planner, (), {"seq_len": 1000}, ValueError, "seq_len"),
+    Case("autoparallel_planner/allow_cp", wauto.autoparallel_planner, (), {"allow_cp": "yes"}, TypeError, "allow_cp"),
+    Case("search_5d/model-name", wauto.search_5d, ("Llama-3 405B", CLUSTER, 64), {}, TypeError, "model"),
+    Case("search_5d/batch-zero", wauto.search_5d, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
+    Case("search_5d/dualpipe", wauto.search_5d, (LLAMA, CLUSTER, 64), {"dualpipe": 1}, TypeError, "dualpipe"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
     Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
     Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),

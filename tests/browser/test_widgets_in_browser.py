@@ -238,3 +238,37 @@ def test_roofline_explorer_responds_as_a_student_uses_it(lab, workdir, browser):
     finally:
         page.close()
         _shutdown_kernels(lab)
+
+
+def test_autoparallel_planner_moves_the_cp_and_ep_axes(lab, workdir, browser):
+    """Notebook 12's 5D planner in JupyterLab: switching CP on for 128K-token sequences
+    brings a CP degree into the best plan, and choosing DeepSeek-V3 brings EP, with no
+    error on the page."""
+    import nbformat
+    scratch = workdir / "scratch_autoparallel_planner.ipynb"
+    meta = json.loads((workdir / "12_auto_parallelism.ipynb").read_text())["metadata"]
+    nbformat.write(nbformat.v4.new_notebook(metadata=meta, cells=[nbformat.v4.new_code_cell(
+        "%matplotlib inline\nimport companion\n"
+        "box = companion.widgets.autoparallel_planner('Llama-3 405B', 'Llama-3 scale: 16,384x H100', "
+        "128, seq_len=131072)\nbox")]), scratch)
+    page = _new_page(browser)
+    status_has = ("t => [...document.querySelectorAll('.widget-html-content')]"
+                  ".some(e => e.innerText.includes('Best:') && e.innerText.includes(t))")
+    try:
+        page.goto(f"{lab.url}/lab/workspaces/autoparallel/tree/{scratch.name}?reset&token={lab.token}",
+                  timeout=60_000)
+        _run_all_cells(page)
+        page.locator(".widget-html-content", has_text="feasible").first.wait_for()
+        page.locator(".widget-checkbox", has_text="search CP").locator("input").check()
+        page.wait_for_function(status_has, arg=" CP32 ", timeout=60_000)  # nothing fitted before
+        page.locator(".widget-dropdown", has_text="model").locator("select").select_option(
+            label="DeepSeek-V3 671B")
+        page.wait_for_function(status_has, arg="EP 1 ->", timeout=90_000)
+        assert errors_on_page(page) == [], "the planner shows an error in the browser"
+        page.screenshot(path=str(ARTIFACTS / "lab-autoparallel-planner.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "FAILED-lab-autoparallel-planner.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
