@@ -109,6 +109,8 @@ def _open_when_ready(url: str, port: int, proc) -> None:
 def serve_course(notebooks_dir="notebooks", port: int = DEFAULT_PORT, preheat="all",
                  open_browser: bool = True) -> int:
     """Serve the course until Ctrl-C; return Voila's exit status."""
+    voila_command(".", port)                           # refuses a bad port before any work
+    _preheat_names(course_entries(notebooks_dir), preheat)
     with tempfile.TemporaryDirectory(prefix="companion-present-") as tmp:
         landing = prepare_course(tmp, notebooks_dir, preheat)
         url = f"http://127.0.0.1:{port}/voila/render/{landing.name}"

@@ -87,6 +87,9 @@ def fetch_widget_renderer(static_dir, cache_dir=CACHE) -> bool:
     ``cache_dir`` or else with ``npm pack`` (filling the cache); True when they are there,
     False when npm or the network is missing."""
     static_dir, cache = Path(static_dir), Path(cache_dir)
+    for name, path in (("static_dir", static_dir), ("cache_dir", cache)):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{name}={str(path)!r} is a file; pass a folder (created if missing)")
     wanted = ("embed-amd.js", "require.js")
     if not all((cache / name).exists() for name in wanted):
         npm = shutil.which("npm")
@@ -112,6 +115,14 @@ def fetch_widget_renderer(static_dir, cache_dir=CACHE) -> bool:
         if not all((cache / name).exists() for name in wanted):
             return False
     shutil.copytree(cache, static_dir, dirs_exist_ok=True)
+    # The bundle's modules are named "@jupyter-widgets/base", ".../html-manager/dist/...",
+    # and each looks for its icon fonts (the Play button's) in the folder of that name
+    # beside the page.
+    out = static_dir.parent
+    for folder in ("@jupyter-widgets", "@jupyter-widgets/html-manager/dist"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        for font in static_dir.glob("*.woff*"):
+            shutil.copy2(font, out / folder / font.name)
     return True
 
 
