@@ -135,18 +135,30 @@ def test_site_has_plots_embedded_widget_state_and_an_index(tmp_path):
     assert source.cells[1].outputs == [] and "widgets" not in source.metadata
 
 
+def _uses_widgets(path: Path) -> bool:
+    text = path.read_text()
+    return "companion.widgets" in text or "ipywidgets" in text
+
+
 @pytest.mark.ci
-def test_site_of_a_course_notebook_with_its_offline_widget_renderer(tmp_path):
-    """Notebook 06 (one of the fastest, with recorded-run players): plots, widget state,
-    and the renderer's JavaScript copied beside the pages (fetched with npm once)."""
-    index = build_site(tmp_path / "site", ROOT / "notebooks", only=["06"], log=print)
-    pages = sorted(p.name for p in (tmp_path / "site").glob("*.html"))
-    assert pages == ["06_sequence_parallelism.html", "index.html"]
-    html = (tmp_path / "site" / pages[0]).read_text()
-    models = _check_page(html)
-    assert any(m["model_name"] == "PlayModel" for m in models.values())
-    if (tmp_path / "site" / "_static" / "embed-amd.js").exists():
-        assert "_static/embed-amd.js" in html and "_static/require.js" in html
-    else:
-        pytest.skip("npm could not fetch the widget renderer: pages use the CDN")
-    assert "06 · " in index.read_text()
+def test_the_whole_site_builds_with_plots_and_widget_state(tmp_path):
+    """`make site` as CI runs it: every notebook executed (a failing cell fails the
+    build), each page with its plots, widget state where the notebook has widgets, and
+    the widget renderer beside the pages (fetched with npm once, then cached)."""
+    out = tmp_path / "site"
+    index = build_site(out, ROOT / "notebooks", log=print)
+    entries = course_entries(ROOT / "notebooks")
+    offline = (out / "_static" / "embed-amd.js").exists()
+    for e in entries:
+        html = (out / f"{e.stem}.html").read_text()
+        assert f"href='{e.stem}.html'" in index.read_text()
+        if e.number:  # the cheat-sheet is formulas and tables, no plot
+            assert re.search(r'<img[^>]+src="data:image/png;base64,', html), e.stem
+        if _uses_widgets(e.path):
+            models = _check_page(html) if e.number else None
+            assert WIDGET_STATE in html and (models is None or models), e.stem
+            if offline:
+                assert "_static/embed-amd.js" in html, e.stem
+    assert not any(c.outputs for p in NOTEBOOKS
+                   for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"), \
+        "the site must execute copies, never the notebooks in place"

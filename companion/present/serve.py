@@ -9,8 +9,9 @@ Heavy cells (notebook 07's ablation, 08's latency sweeps) are handled with Voila
 *pre-heated kernels*: at start, Voila runs each notebook named in ``preheat`` in a kernel
 of its own, before anyone asks for it. Opening it later shows the finished page at once,
 with live widgets and the numbers of that run, measured on this machine minutes ago. A
-notebook opened while its run is still going shows the cells already done at once, and
-the rest appear as they finish. After a pre-heated page is opened, Voila starts a fresh
+notebook opened while its run is still going shows Voila's progress screen ("Executing
+31 of 44") counting on from where the run has got; the page appears when its last cell
+has run. After a pre-heated page is opened, Voila starts a fresh
 run for the next visitor ``refill_delay_s`` later (so reloading a page is instant too).
 """
 from __future__ import annotations

@@ -69,7 +69,13 @@ def test_landing_page_lists_the_course_and_opens_a_dashboard(tmp_path, browser):
             page.screenshot(path=str(ARTIFACTS / "present-landing.png"), full_page=True)
             target = next(e for e in entries if e.number == OPENED)
             page.locator(f"a[href='{target.path.name}']").click()
-            page.wait_for_url(f"**/voila/render/{target.path.name}*", timeout=60_000)
+            page.wait_for_url(f"**/voila/render/{target.path.name}*", timeout=60_000,
+                              wait_until="commit")
+            # What the audience sees while the warm-up run is still going (a record, not
+            # a check: how far the run has got depends on the machine).
+            time.sleep(2)
+            page.screenshot(path=str(ARTIFACTS / f"present-{target.stem}-opening.png"))
+            print("while opening:", page.evaluate("() => document.body.innerText.slice(0, 300)"))
             page.wait_for_selector(".jupyter-widgets .noUi-handle, .jupyter-widgets select",
                                    timeout=RUN_TIMEOUT_S * 1000)
             opened_s = time.monotonic() - start
