@@ -89,7 +89,8 @@ def test_landing_notebook_links_every_notebook_beside_it(tmp_path):
     config = json.loads((work / "voila.json").read_text())
     pools = config["VoilaKernelManager"]["kernel_pools_config"]
     assert config["VoilaConfiguration"]["preheat_kernel"] is True
-    assert pools["00_demo.ipynb"] == {"pool_size": 1} and pools["default"] == {"pool_size": 0}
+    assert pools["00_demo.ipynb"]["pool_size"] == 1 and pools["default"] == {"pool_size": 0}
+    assert pools["00_demo.ipynb"]["kernel_env_variables"]["COMPANION_WARMUP_CELLS"] == "1"
     cmd = voila_command(work, port=9999)
     assert str(work.resolve()) in cmd and "--port=9999" in cmd and "--Voila.ip=127.0.0.1" in cmd
 
@@ -162,3 +163,47 @@ def test_the_whole_site_builds_with_plots_and_widget_state(tmp_path):
     assert not any(c.outputs for p in NOTEBOOKS
                    for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"), \
         "the site must execute copies, never the notebooks in place"
+
+
+@pytest.mark.ci
+def test_warm_up_runs_take_turns(tmp_path):
+    """`make present` warms every notebook at start; on 2 cores twelve at once would each
+    crawl (and a rank job could pass its timeout), so they run one at a time. Two
+    notebooks that each note when they start and end must not overlap."""
+    import os
+    import subprocess
+    import time
+
+    course = tmp_path / "nb"
+    course.mkdir()
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for n in ("00", "01"):
+        cells = [nbformat.v4.new_markdown_cell(f"# {n} · Turn {n}\n\n**Lectures cited:** L19 p.1"),
+                 nbformat.v4.new_code_cell(f"import time; open('{n}.log', 'a').write(f'start {{time.time()}}\\n')"),
+                 nbformat.v4.new_code_cell(""),  # skipped by Voila: must not be counted
+                 nbformat.v4.new_code_cell("time.sleep(3)"),
+                 nbformat.v4.new_code_cell(f"open('{n}.log', 'a').write(f'end {{time.time()}}\\n')")]
+        nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": kernelspec}),
+                       course / f"{n}_turn.ipynb")
+    work = tmp_path / "work"
+    work.mkdir()
+    prepare_course(work, course, preheat="all")
+    from tests.browser.harness import _free_port
+    proc = subprocess.Popen(voila_command(work, _free_port()), cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt")))
+    try:
+        logs = [work / "00.log", work / "01.log"]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not all(
+                p.exists() and "end" in p.read_text() for p in logs):
+            time.sleep(0.5)
+        spans = []
+        for p in logs:
+            marks = dict(line.split() for line in p.read_text().splitlines())
+            spans.append((float(marks["start"]), float(marks["end"])))
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    (a0, a1), (b0, b1) = sorted(spans)
+    assert a1 <= b0, f"warm-ups overlapped: {spans}"

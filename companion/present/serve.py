@@ -13,6 +13,8 @@ notebook opened while its run is still going shows Voila's progress screen ("Exe
 31 of 44") counting on from where the run has got; the page appears when its last cell
 has run. After a pre-heated page is opened, Voila starts a fresh
 run for the next visitor ``refill_delay_s`` later (so reloading a page is instant too).
+Warm-up runs take turns, one notebook at a time, in a kernel that waits for its turn
+before its first cell (``_warmup_turns.py``, installed as an IPython startup file).
 """
 from __future__ import annotations
 
@@ -74,8 +76,18 @@ def prepare_course(workdir, notebooks_dir="notebooks", preheat="all",
     landing = workdir / LANDING
     nbformat.write(landing_notebook(entries, kernelspec, note=note), landing)
     # Pool size 0 by default: a notebook not named is run when it is opened.
-    pools = {"default": {"pool_size": 0}, **{name: {"pool_size": 1} for name in heat},
-             LANDING: {"pool_size": 1}}
+    pools = {"default": {"pool_size": 0}, LANDING: {"pool_size": 1}}
+    ipython_dir = workdir / ".ipython"
+    startup = ipython_dir / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(__file__).with_name("_warmup_turns.py"), startup / "50-warmup-turns.py")
+    for name in heat:
+        cells = nbformat.read(workdir / name, as_version=4).cells
+        pools[name] = {"pool_size": 1, "kernel_env_variables": {
+            "IPYTHONDIR": str(ipython_dir), "COMPANION_WARMUP_LOCK": str(workdir / ".warmup.lock"),
+            # Voila skips empty code cells, so they are not counted.
+            "COMPANION_WARMUP_CELLS": str(sum(c.cell_type == "code" and bool(c.source.strip())
+                                              for c in cells))}}
     config = {"VoilaConfiguration": {"preheat_kernel": True, "show_tracebacks": True},
               "VoilaKernelManager": {"kernel_pools_config": pools,
                                      "fill_delay": float(refill_delay_s)}}
