@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,6 +134,12 @@ def serve_course(notebooks_dir="notebooks", port: int = DEFAULT_PORT, preheat="a
                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
         if open_browser:
             threading.Thread(target=_open_when_ready, args=(url, port, proc), daemon=True).start()
+
+        def stop(*_):  # a plain `kill` stops Voila and removes the folder, as Ctrl-C does
+            raise KeyboardInterrupt
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, stop)
         try:
             return proc.wait()
         except KeyboardInterrupt:
