@@ -6,7 +6,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
-NB     ?= 00
+NB     ?=
+PORT   ?= 8866
+PREHEAT ?= all
+SITE_DIR ?= build/site
+ONLY   ?=
 STUDENT_DIR ?= dist/student
 PYTEST_ARGS ?=
 # The real-browser tests re-run every notebook twice more (JupyterLab, then Voila): about
@@ -14,14 +18,20 @@ PYTEST_ARGS ?=
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present slides test test-fast notebooks browser bench student gpu-check clean-venv help
+.PHONY: lab present slides site test test-fast notebooks browser bench student gpu-check clean-venv help
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
 	@echo "make test       create .venv if needed, run unit tests and every notebook (nbval);"
 	@echo "                BROWSER=1 (set under CI) adds the real-browser tests"
 	@echo "make test-fast  unit tests only"
-	@echo "make present NB=03  serve notebook 03 as a dashboard (Voila: widgets, no code)"
+	@echo "make present    serve the whole course on http://127.0.0.1:8866: a landing page listing"
+	@echo "                every notebook (lectures, goals), each opening as a dashboard (Voila);"
+	@echo "                notebooks run at start so heavy cells are done when opened"
+	@echo "                (PREHEAT='07 08' to warm only those, PREHEAT= for none; PORT=...)"
+	@echo "make present NB=03  serve notebook 03 alone as a dashboard (Voila: widgets, no code)"
+	@echo "make site       execute every notebook into $(SITE_DIR)/ as static HTML with plots and"
+	@echo "                widget state (the offline fallback; ONLY='00 11' for some)"
 	@echo "make slides NB=03   present notebook 03 as slides with live widgets (Voila, reveal.js;"
 	@echo "                Space / Shift+Space to move, Esc for the overview)"
 	@echo "make browser    only the real-browser tests (needs Debian's chromium)"
@@ -44,11 +54,21 @@ ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_launching_ranks.ipynb
 
+# Without NB: the whole course behind a landing page made from the notebooks' own headers
+# (companion/present). With NB: one notebook, as before.
 present: $(STAMP)
+ifeq ($(strip $(NB)),)
+	$(BIN)/python -m companion.present serve --port $(PORT) --preheat "$(PREHEAT)"
+else
 	@nb=$$(ls notebooks/$(NB)_*.ipynb 2>/dev/null | head -1); \
 	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make present NB=03"; exit 2; fi; \
 	echo "presenting $$nb (code hidden; Ctrl-C to stop)"; \
-	$(BIN)/voila "$$nb" --Voila.ip=127.0.0.1 --theme=light
+	$(BIN)/voila "$$nb" --Voila.ip=127.0.0.1 --port=$(PORT) --theme=light
+endif
+
+# Static HTML of every executed notebook (executed into $(SITE_DIR)/executed, never in place).
+site: $(STAMP)
+	$(BIN)/python -m companion.present site --out $(SITE_DIR) $(if $(strip $(ONLY)),--only "$(ONLY)",)
 
 # Slides: Voila's reveal template, with reveal.js's CSS from companion/slides/ so that
 # nothing is fetched from the internet; cells run on load as for `make present`.

@@ -50,6 +50,7 @@ from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS, recompute as RC
+import companion.present as PRES
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
 from companion import bootstrap as BOOT
@@ -112,6 +113,7 @@ TENSOR = torch.ones(4)
 LLAMA = PL.MODELS["Llama-3 70B"]
 CLUSTER = next(iter(PL.CLUSTERS.values()))
 CL22 = TOP.Cluster(2, 2)
+NOTEBOOKS_DIR = Path(companion.__file__).resolve().parents[1] / "notebooks"
 H100x8 = PL.ClusterSpec.of("1x H100", "H100", 1)
 SIX_PER_NODE = PL.ClusterSpec("6 per node", 6, 2, 80.0, 989.0, 450.0, 50.0)
 TOY_LAYERS = [AST.Layer("a", 1e12, 1e6, 1e6), AST.Layer("b", 1e12, 1e6, 1e6)]
@@ -574,6 +576,19 @@ CASES = [
          (SimpleNamespace(nodes=2, ranks_per_node=2, layout="nodes"), []), {}, ValueError,
          "messages"),
     Case("draw_topology/not-a-cluster", wtopo.draw_topology, (None,), {}, ValueError, "cluster"),
+    # --- presenting: the landing page and the static site (issue #20) ---------------------
+    Case("read_entry/not-a-notebook", PRES.read_entry, ("no/such/notebook.txt",), {}, ValueError, "path="),
+    Case("course_entries/missing-folder", PRES.course_entries, ("no/such/folder",), {}, ValueError, "notebooks_dir"),
+    Case("landing_notebook/no-entries", PRES.landing_notebook, ([],), {}, ValueError, "entries"),
+    Case("site_index_html/no-pages", PRES.site_index_html, ([], {}), {}, ValueError, "pages"),
+    Case("prepare_course/missing-workdir", PRES.prepare_course, ("no/such/folder", NOTEBOOKS_DIR), {}, ValueError, "workdir"),
+    Case("prepare_course/unknown-preheat", PRES.prepare_course, (".", NOTEBOOKS_DIR), {"preheat": "42"}, ValueError, "preheat"),
+    Case("voila_command/port-zero", PRES.voila_command, (".",), {"port": 0}, ValueError, "port"),
+    Case("serve_course/port-zero", PRES.serve_course, (NOTEBOOKS_DIR,), {"port": 0}, ValueError, "port"),
+    Case("execute_notebook/missing", PRES.execute_notebook, ("no/such.ipynb", "."), {}, ValueError, "path"),
+    Case("export_html/missing", PRES.export_html, ("no/such.ipynb", "."), {}, ValueError, "executed"),
+    Case("fetch_widget_renderer/file", PRES.fetch_widget_renderer, (str(NOTEBOOKS_DIR / "sanitize.cfg"),), {}, ValueError, "static_dir"),
+    Case("build_site/unknown-notebook", PRES.build_site, ("build/never", NOTEBOOKS_DIR), {"only": ["42"]}, ValueError, "only"),
     Case("frame_player/n_frames-zero", wbase.frame_player, (0, print), {}, ValueError, "frame"),
     # --- launch(rank_fn, bad value): the rank function's @preflight check, in the parent -
     Case("launch/local_values-n", launch, (basics.local_values, 0), {}, ValueError, r"\bn\b"),
@@ -749,6 +764,7 @@ CASES = [
 # Public names that take no size, name or callable (or only objects built by the
 # package itself), so there is no bad value of that kind to feed them.
 NOT_APPLICABLE = {
+    "Entry": "a record that read_entry builds from a notebook it has checked",
     "LaunchError": "an exception class",
     "LaunchTimeout": "an exception class",
     "teardown_process_group": "takes no arguments",
