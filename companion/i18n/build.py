@@ -15,7 +15,8 @@ From ``notebooks/*.ipynb`` (the single source of truth for code) and the transla
 * ``companion/i18n/data/exercises.json``: the exercises' titles, tasks and hints in both
   (what ``Exercise`` shows when the language is Chinese);
 * ``companion/i18n/messages_zh_tw.py``: the package's message table in zh-TW;
-* the zh-TW column of ``docs/glossary.md``, from its zh-CN column.
+* the zh-TW column of ``docs/glossary.md``, from its zh-CN column;
+* ``README.zh-TW.md`` from ``README.zh-CN.md``.
 
 A notebook whose translation drifted (:mod:`companion.i18n.drift`) is not written; the
 run lists every problem and exits 1. Issue #21; README.zh-CN.md describes the workflow.
@@ -140,6 +141,10 @@ def plan(paths: Paths, convert, check: bool = False) -> tuple[dict[Path, str], l
     outputs[paths.exercises] = json.dumps(exercises, ensure_ascii=False, indent=1,
                                           sort_keys=True) + "\n"
     outputs[paths.messages_tw] = messages_module(convert)
+    readme = paths.root / "README.zh-CN.md"
+    if readme.exists():
+        outputs[paths.root / "README.zh-TW.md"] = traditional_readme(
+            readme.read_text(encoding="utf-8"), convert)
     if paths.glossary.exists():
         outputs[paths.glossary] = glossary.fill_traditional(
             paths.glossary.read_text(encoding="utf-8"), convert)
@@ -161,6 +166,21 @@ def skeleton(path: Path) -> dict:
                          "en": {"title": ex.title, "task": ex.task, "hints": list(ex.hints)}}
                      for i, ex in all_exercises().items() if i.startswith(Path(path).stem[:2] + ".")}
     return {"notebook": Path(path).name, "cells": cells, "exercises": exercises}
+
+
+def traditional_readme(text: str, convert) -> str:
+    """README.zh-TW.md: README.zh-CN.md through s2twp, pointing at the zh-TW edition
+    (the translators' files stay translations/zh-CN: zh-TW is generated from them)."""
+    text = convert(text)
+    for a, b in (("make lab EDITION=zh-CN   #", "make lab EDITION=zh-TW   #"),
+                 ("`notebooks/zh-CN/00_launching_ranks.ipynb`",
+                  "`notebooks/zh-TW/00_launching_ranks.ipynb`"),
+                 ("`notebooks/zh-CN/cheatsheet.ipynb`", "`notebooks/zh-TW/cheatsheet.ipynb`"),
+                 ("voila notebooks/zh-CN/", "voila notebooks/zh-TW/"),
+                 ('set_language("zh-CN")   # 或 "zh-TW"', 'set_language("zh-TW")   # 或 "zh-CN"')):
+        text = text.replace(a, b)
+    return ("<!-- GENERATED from README.zh-CN.md by make translations (OpenCC s2twp): "
+            "edit that file. -->\n" + text)
 
 
 def messages_module(convert) -> str:
