@@ -27,8 +27,8 @@ import pytest
 import companion
 from companion import i18n
 from companion.i18n import build, drift, glossary
-from companion.i18n.messages import ZH_CN
-from companion.i18n.messages_zh_tw import ZH_TW
+from companion.i18n.messages import NOTEBOOK_ZH_CN, ZH_CN
+from companion.i18n.messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
 from companion.i18n.scan import literal_messages, placeholders
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,10 +59,43 @@ def test_every_message_has_both_translations_with_the_same_placeholders():
             assert placeholders(chinese) == placeholders(english), (english, chinese)
 
 
+def _prediction_questions(path: Path) -> list[str]:
+    """The literal questions and units a notebook passes to prediction(...)."""
+    import ast
+    found = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or "prediction(" not in cell.source:
+            continue
+        code = "\n".join(line for line in cell.source.splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(
+                    node.func, "id", None)) == "prediction":
+                values = node.args[:1] + [k.value for k in node.keywords if k.arg == "unit"]
+                found += [v.value for v in values if isinstance(v, ast.Constant)]
+    return found
+
+
+def test_notebook_strings_are_translated_where_ci_runs_them_and_still_exist():
+    code = "\n".join(c.source for p in ENGLISH for c in nbformat.read(p, as_version=4).cells
+                     if c.cell_type == "code")
+    gone = [k for k in NOTEBOOK_ZH_CN if repr(k)[1:-1] not in code and k not in code]
+    assert not gone, f"NOTEBOOK_ZH_CN keys no notebook uses any more: {gone}"
+    for name in ("00_launching_ranks.ipynb", "03_zero_memory.ipynb"):
+        missing = [q for q in _prediction_questions(ROOT / "notebooks" / name)
+                   if q not in NOTEBOOK_ZH_CN and q != "fraction"]
+        assert not missing, f"{name}: add to messages.NOTEBOOK_ZH_CN: {missing}"
+    assert set(NOTEBOOK_ZH_CN) == set(NOTEBOOK_ZH_TW)
+    for english, chinese in NOTEBOOK_ZH_CN.items():
+        assert placeholders(chinese) == placeholders(english)
+
+
 def test_the_traditional_table_is_opencc_s2twp_of_the_simplified_one():
-    opencc = pytest.importorskip("opencc", reason="opencc is pinned in requirements.txt")
-    convert = opencc.OpenCC("s2twp").convert
+    pytest.importorskip("opencc", reason="opencc is pinned in requirements.txt")
+    convert = build.converter()
     assert ZH_TW == {k: convert(v) for k, v in ZH_CN.items()}
+    assert NOTEBOOK_ZH_TW == {k: convert(v) for k, v in NOTEBOOK_ZH_CN.items()}
+    assert convert("每个参数的激活重计算，参数服务器") == "每個參數的激活重計算，參數伺服器"
 
 
 def test_english_is_the_default_and_unchanged(monkeypatch, tmp_path):
@@ -138,7 +171,8 @@ def test_chinese_figure_text_has_no_missing_glyph(language):
     import matplotlib.pyplot as plt
     language("zh-CN")
     companion.plotting.use_style()
-    text = "".join(ZH_CN.values()) + "".join(ZH_TW.values()) + "数据并行 張量並行 流水線"
+    text = "".join([*ZH_CN.values(), *ZH_TW.values(), *NOTEBOOK_ZH_CN.values(),
+                    *NOTEBOOK_ZH_TW.values()]) + "数据并行 張量並行 流水線"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fig, ax = plt.subplots()
@@ -156,7 +190,8 @@ def test_the_font_covers_every_message_and_ships_its_licence():
     font = companion.plotting.CJK_FONT
     assert (font.parent / "OFL.txt").read_text().startswith("Copyright")
     cmap = TTFont(font).getBestCmap()
-    text = "".join(ZH_CN.values()) + "".join(ZH_TW.values())
+    text = "".join([*ZH_CN.values(), *ZH_TW.values(), *NOTEBOOK_ZH_CN.values(),
+                    *NOTEBOOK_ZH_TW.values()])
     missing = sorted({c for c in text if ord(c) > 0x2E7F and ord(c) not in cmap})
     assert not missing, f"re-run python -m companion.i18n.fontsubset: {missing}"
 

@@ -94,11 +94,11 @@ def get_language() -> str:
 @functools.lru_cache(maxsize=None)
 def _table(language: str) -> dict:
     if language == "zh-CN":
-        from .messages import ZH_CN
-        return ZH_CN
+        from .messages import NOTEBOOK_ZH_CN, ZH_CN
+        return {**NOTEBOOK_ZH_CN, **ZH_CN}
     if language == "zh-TW":
-        from .messages_zh_tw import ZH_TW
-        return ZH_TW
+        from .messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
+        return {**NOTEBOOK_ZH_TW, **ZH_TW}
     return {}
 
 

@@ -36,9 +36,10 @@ def characters() -> str:
                                 list(range(0x40, 0x7F)) + list(range(0xA1, 0xFF)))
     import opencc   # pinned in requirements.txt (the build tool uses it too)
     traditional = set(opencc.OpenCC("s2twp").convert("".join(sorted(gb_level1))))
-    from .messages import ZH_CN
-    from .messages_zh_tw import ZH_TW
-    ours = set("".join(ZH_CN.values()) + "".join(ZH_TW.values()))
+    from .messages import NOTEBOOK_ZH_CN, ZH_CN
+    from .messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
+    ours = set("".join([*ZH_CN.values(), *ZH_TW.values(), *NOTEBOOK_ZH_CN.values(),
+                        *NOTEBOOK_ZH_TW.values()]))
     punctuation = {chr(c) for c in range(0x3000, 0x3040)} | \
         {chr(c) for c in range(0xFF00, 0xFFF0)} | set("“”‘’—…·")
     return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))

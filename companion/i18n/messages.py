@@ -152,3 +152,23 @@ ZH_CN = {
     "{layers} layers":
         "当前选择（t={t}，SP={sp}，重计算={rc}）：每层 {gb} GB，{layers} 层共 {total} GB",
 }
+
+
+# Strings that a notebook's (English, shared) code passes to the package: prediction
+# questions and units. Looked up like the messages above; tests/test_translations.py
+# checks that each key still occurs in an English notebook's code, and that notebooks
+# 00 and 03 (the ones CI runs in Chinese) have all of theirs.
+NOTEBOOK_ZH_CN = {
+    "How many milliseconds from launch() to results for 8 ranks (a trivial all-reduce)?":
+        "对 8 个 rank 做一次简单的全规约，从调用 launch() 到拿到结果需要多少毫秒？",
+    "With N = 4 ranks, what number does rank 2 hold after the all-reduce?":
+        "N = 4 个 rank 时，全规约之后 rank 2 持有的数是多少？",
+    "How many bytes per parameter does each GPU keep for the five items above together?":
+        "上面五项加在一起，每个 GPU 为每个参数保存多少字节？",
+    "ZeRO-3 / FSDP: how many times the parameter bytes does each rank send per step "
+    "(DDP: 2)?":
+        "ZeRO-3 / FSDP：每一步每个 rank 发送的字节数是参数字节数的多少倍（DDP 为 2）？",
+    "ms": "毫秒",
+    "bytes": "字节",
+    "x the parameter bytes": "倍参数字节数",
+}

@@ -124,7 +124,7 @@ ZH_TW = {
     'model':
         '模型',
     'params (B)':
-        '引數（十億）',
+        '參數（十億）',
     'GPUs (N)':
         'GPU 數（N）',
     'stage':
@@ -152,15 +152,15 @@ ZH_TW = {
     'model states per GPU (GB)':
         '每個 GPU 上的模型狀態（GB）',
     '{billions}B parameters on N = {n} GPUs, {precision} {optimizer}':
-        '{billions}B 引數，N = {n} 個 GPU，{precision} {optimizer}',
+        '{billions}B 參數，N = {n} 個 GPU，{precision} {optimizer}',
     '{params} + {grads} + {optimizer} = {total} bytes per parameter before sharding.':
-        '切分前每個引數 {params} + {grads} + {optimizer} = {total} 位元組。',
+        '切分前每個參數 {params} + {grads} + {optimizer} = {total} 位元組。',
     '{stage}: {gb} GB per GPU ({fits} in {limit} GB).':
         '{stage}：每個 GPU {gb} GB（{limit} GB 中{fits}）。',
     'Largest model that fits (weights + gradients + optimizer state only):':
         '放得下的最大模型（僅計權重 + 梯度 + 最佳化器狀態）：',
     '{billions}B parameters':
-        '{billions}B 引數',
+        '{billions}B 參數',
     'model size, GPU count and GPU memory must be positive; type a number above zero.':
         '模型大小、GPU 數量和 GPU 視訊記憶體都必須為正數；請輸入大於零的數。',
     'seq len s':
@@ -190,7 +190,24 @@ ZH_TW = {
     'sequence, batch, hidden, heads and layers must be positive; type a number above zero.':
         '序列長度、批大小、隱藏維度、頭數和層數都必須為正數；請輸入大於零的數。',
     'activation memory per layer per GPU (GB)':
-        '每個 GPU 每層的啟用記憶體（GB）',
+        '每個 GPU 每層的激活記憶體（GB）',
     'selected (t={t}, SP={sp}, recompute={rc}): {gb} GB per layer, {total} GB for {layers} layers':
         '當前選擇（t={t}，SP={sp}，重計算={rc}）：每層 {gb} GB，{layers} 層共 {total} GB',
+}
+
+NOTEBOOK_ZH_TW = {
+    'How many milliseconds from launch() to results for 8 ranks (a trivial all-reduce)?':
+        '對 8 個 rank 做一次簡單的全規約，從呼叫 launch() 到拿到結果需要多少毫秒？',
+    'With N = 4 ranks, what number does rank 2 hold after the all-reduce?':
+        'N = 4 個 rank 時，全規約之後 rank 2 持有的數是多少？',
+    'How many bytes per parameter does each GPU keep for the five items above together?':
+        '上面五項加在一起，每個 GPU 為每個參數儲存多少位元組？',
+    'ZeRO-3 / FSDP: how many times the parameter bytes does each rank send per step (DDP: 2)?':
+        'ZeRO-3 / FSDP：每一步每個 rank 傳送的位元組數是參數位元組數的多少倍（DDP 為 2）？',
+    'ms':
+        '毫秒',
+    'bytes':
+        '位元組',
+    'x the parameter bytes':
+        '倍參數位元組數',
 }

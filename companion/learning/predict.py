@@ -76,7 +76,7 @@ def _fmt(x, unit: str) -> str:
         text = f"{x:.3g}"
     else:
         text = repr(x) if not isinstance(x, (int,)) else f"{x}"
-    return f"{text} {unit}".strip() if unit and unit != "fraction" else text
+    return f"{text} {_(unit)}".strip() if unit and unit != "fraction" else text
 
 
 def predict(question: str, unit: str = "", choices=None) -> Prediction:

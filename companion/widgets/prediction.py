@@ -54,18 +54,19 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
                              layout=widgets.Layout(width="12em"))
     button = widgets.Button(description=_("Lock in"), button_style="primary")
     status = widgets.Output()
-    label = _("<b>Predict:</b> {question}").format(question=question) + (
-        f" <i>({unit})</i>" if unit else "")
+    # The question is the notebook's (English) code; messages.NOTEBOOK_ZH_CN translates it.
+    label = _("<b>Predict:</b> {question}").format(question=_(question)) + (
+        f" <i>({_(unit)})</i>" if unit else "")
 
     @guarded(status)   # a typo (ValueError) shows as "Invalid input: ...", not a traceback
-    def lock(_):
+    def lock(_click):
         if field.value in (None, ""):
             raise ValueError(_("type or choose your prediction first"))
         model.lock(field.value)
         field.disabled = button.disabled = True
         with showing(status):
             print(_("Locked in: {value}").format(value=repr(model.value))
-                  + (f" {unit}" if unit else "") + _(". Now run the cells below."))
+                  + (f" {_(unit)}" if unit else "") + _(". Now run the cells below."))
 
     button.on_click(lock)
     box = PredictionBox(model, [widgets.HTML(label), widgets.HBox([field, button]), status])
