@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "set_language", "get_language"]
@@ -85,7 +86,7 @@ def get_language() -> str:
         except ValueError:
             return "en"   # a typo in the environment must not break every message
     found = _from_folder()
-    if found:
+    if found and "matplotlib" in sys.modules:   # never import matplotlib into a rank
         from ..plotting import use_cjk_font
         use_cjk_font()
     return found or "en"
