@@ -193,6 +193,124 @@ ZH_TW = {
         '每個 GPU 每層的激活記憶體（GB）',
     'selected (t={t}, SP={sp}, recompute={rc}): {gb} GB per layer, {total} GB for {layers} layers':
         '當前選擇（t={t}，SP={sp}，重計算={rc}）：每層 {gb} GB，{layers} 層共 {total} GB',
+    'element':
+        '元素',
+    'method':
+        '方法',
+    'density':
+        '密度',
+    'momentum':
+        '動量',
+    'step':
+        '步數',
+    'cross-entropy':
+        '交叉熵',
+    'held-out accuracy':
+        '留出集準確率',
+    'accuracy':
+        '準確率',
+    'time since start (ms)':
+        '自開始以來的時間（毫秒）',
+    'time (ms)':
+        '時間（毫秒）',
+    'latency (ms)':
+        '延遲（毫秒）',
+    'DGA delay D':
+        'DGA 延遲步數 D',
+    'FedAvg K':
+        'FedAvg 本地步數 K',
+    'compute':
+        '計算',
+    'waiting':
+        '等待',
+    'message in flight':
+        '傳輸中的訊息',
+    'running ...':
+        '執行中……',
+    'measure on {n} real ranks':
+        '在 {n} 個真實 rank 上測量',
+    'play':
+        '播放',
+    'time':
+        '時間',
+    'stages p':
+        '階段數 p',
+    'micro-batches m':
+        '微批次數 m',
+    'schedule':
+        '排程',
+    'chunks v (interleaved, looped-bfs, -zb)':
+        '模型塊數 v（interleaved、looped-bfs、-zb）',
+    'F time':
+        'F 耗時',
+    'B time':
+        'B 耗時',
+    'W time':
+        'W 耗時',
+    'send latency':
+        '傳送延遲',
+    'Step time by part':
+        '每步時間的組成',
+    'seconds per step':
+        '每步秒數',
+    'Memory per GPU by part':
+        '每個 GPU 視訊記憶體的組成',
+    'GB (1e9 bytes)':
+        'GB（1e9 位元組）',
+    'cluster':
+        '叢集',
+    'batch (seqs)':
+        '批大小（序列數）',
+    'No configuration fits: more GPUs, a smaller batch or more GPU memory.':
+        '沒有放得下的配置：請增加 GPU、減小批大小或使用視訊記憶體更大的 GPU。',
+    'chip':
+        '晶片',
+    'devices N':
+        '裝置數 N',
+    'batch (tok)':
+        '批大小（token）',
+    'FSDP X':
+        'FSDP 度 X',
+    'communication-bound':
+        '通訊受限',
+    'pure FSDP (X = N)':
+        '純 FSDP（X = N）',
+    'best FSDP x TP split':
+        '最佳 FSDP x TP 切分',
+    'your batch':
+        '你的批大小',
+    "tokens per device / (C / W)  (1 = FSDP's critical tokens)":
+        '每裝置 token 數 / (C / W)  （1 = FSDP 的臨界 token 數）',
+    'communication / compute (one layer)':
+        '通訊 / 計算（一層）',
+    'measured on this CPU':
+        '在本機 CPU 上測得',
+    'input feature':
+        '輸入特徵',
+    'output feature':
+        '輸出特徵',
+    'layer':
+        '層',
+    't (TP size)':
+        't（TP 規模）',
+    'seq len':
+        '序列長度',
+    'activation memory per layer (GB)':
+        '每層激活記憶體（GB）',
+    'before: rank r holds tokens of shard r, all heads':
+        '之前：rank r 持有分片 r 的 token，所有頭',
+    'after all-to-all: rank r holds all tokens of its heads (attention runs locally)':
+        '全交換之後：rank r 持有其負責的頭的全部 token（注意力在本地計算）',
+    'after the inverse all-to-all: back to sequence shards':
+        '逆向全交換之後：回到按序列切分',
+    'token position':
+        'token 位置',
+    'head':
+        '注意力頭',
+    'K/V block':
+        'K/V 塊',
+    'query block (= rank)':
+        '查詢塊（= rank）',
 }
 
 NOTEBOOK_ZH_TW = {

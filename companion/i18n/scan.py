@@ -12,7 +12,11 @@ CALLS = {"_", "tr", "gettext"}
 # Messages looked up with a variable argument (exercise levels, widget option names):
 # listed here so the completeness test covers them too.
 DYNAMIC = ("warm-up", "core", "stretch", "weights", "gradients", "optimizer state",
-           "no parallelism", "TP + selective", "TP+SP + selective", "full recompute")
+           "no parallelism", "TP + selective", "TP+SP + selective", "full recompute",
+           "before: rank r holds tokens of shard r, all heads",
+           "after all-to-all: rank r holds all tokens of its heads (attention runs locally)",
+           "after the inverse all-to-all: back to sequence shards", "token position", "head",
+           "K/V block", "query block (= rank)")
 
 
 def literal_messages() -> dict[str, str]:
