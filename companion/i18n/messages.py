@@ -214,6 +214,20 @@ ZH_CN = {
     "head": "注意力头",
     "K/V block": "K/V 块",
     "query block (= rank)": "查询块（= rank）",
+    # ---- plot helpers (pipeline/plot.py, why_distribute.py) ------------------------------
+    "stage {s}": "阶段 {s}",
+    "time ({unit})": "时间（{unit}）",
+    "{name}: utilisation {utilisation}, bubble {bubble}": "{name}：利用率 {utilisation}，气泡 {bubble}",
+    "F: forward": "F：前向",
+    "B: backward": "B：反向",
+    " (input grad when W is split off)": "（拆出 W 时为输入梯度）",
+    "W: weight grad": "W：权重梯度",
+    "idle (bubble)": "空闲（气泡）",
+    "one GPU's peak FLOP/s (doubles every {months} months)":
+        "单个 GPU 的峰值 FLOP/s（每 {months} 个月翻一番）",
+    "year": "年份",
+    "growth since the first point (log)": "相对第一个点的增长（对数）",
+    "Training compute outgrows one GPU": "训练算力需求超过单个 GPU 的增长",
 }
 
 

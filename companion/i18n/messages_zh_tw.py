@@ -311,6 +311,30 @@ ZH_TW = {
         'K/V 塊',
     'query block (= rank)':
         '查詢塊（= rank）',
+    'stage {s}':
+        '階段 {s}',
+    'time ({unit})':
+        '時間（{unit}）',
+    '{name}: utilisation {utilisation}, bubble {bubble}':
+        '{name}：利用率 {utilisation}，氣泡 {bubble}',
+    'F: forward':
+        'F：前向',
+    'B: backward':
+        'B：反向',
+    ' (input grad when W is split off)':
+        '（拆出 W 時為輸入梯度）',
+    'W: weight grad':
+        'W：權重梯度',
+    'idle (bubble)':
+        '空閒（氣泡）',
+    "one GPU's peak FLOP/s (doubles every {months} months)":
+        '單個 GPU 的峰值 FLOP/s（每 {months} 個月翻一番）',
+    'year':
+        '年份',
+    'growth since the first point (log)':
+        '相對第一個點的增長（對數）',
+    'Training compute outgrows one GPU':
+        '訓練算力需求超過單個 GPU 的增長',
 }
 
 NOTEBOOK_ZH_TW = {
