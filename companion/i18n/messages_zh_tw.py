@@ -352,4 +352,76 @@ NOTEBOOK_ZH_TW = {
         '位元組',
     'x the parameter bytes':
         '倍參數位元組數',
+    'fraction':
+        '比例',
+    'Every rank holds a 16-byte tensor (4 floats) and there are 4 ranks. How many bytes does the busiest rank send in the ring all-reduce?':
+        '共有 4 個 rank，每個 rank 持有一個 16 位元組的張量（4 個浮點數）。在環形全規約中，傳送最多的 rank 要傳送多少位元組？',
+    "Recursive doubling on 4 ranks: how many tensors' worth of bytes does each rank send in all?":
+        '4 個 rank 上的遞迴加倍：每個 rank 總共傳送相當於多少個張量的位元組數？',
+    'tensors':
+        '個張量',
+    "At N = 8, the parameter server's busiest rank sends how many times as many bytes as a rank of the ring all-reduce?":
+        'N = 8 時，參數伺服器中最忙的 rank 傳送的位元組數是環形全規約中一個 rank 的多少倍？',
+    "On 4 ranks, above what tensor size is Rabenseifner's algorithm faster than recursive doubling?":
+        '在 4 個 rank 上，張量大於多少時 Rabenseifner 演算法比遞迴加倍更快？',
+    'times':
+        '倍',
+    'GPipe with p = 8 stages and m = 24 micro-batches: what fraction of the time do the stages idle?':
+        'GPipe，p = 8 個階段、m = 24 個微批次：各階段空閒的時間佔多大比例？',
+    "p = 4, m = 8: 1F1B's bubble, compared with GPipe's, is ...":
+        'p = 4，m = 8：與 GPipe 相比，1F1B 的氣泡……',
+    'smaller':
+        '更小',
+    'the same':
+        '相同',
+    'larger':
+        '更大',
+    "p = 4, m = 8: at most how many micro-batches' activations does stage 0 hold at once under 1F1B?":
+        'p = 4，m = 8：在 1F1B 下，階段 0 同時最多儲存多少個微批次的激活？',
+    'micro-batches':
+        '個微批次',
+    "At its peak, DualPipeV holds ... micro-batches' activations as ZB-V":
+        '在峰值時，DualPipeV 儲存的微批次激活與 ZB-V 相比……',
+    'fewer':
+        '更少',
+    'as many':
+        '一樣多',
+    'more':
+        '更多',
+    '4 transformer blocks on 4 ranks: how many times the bytes of the busiest pipeline rank does one rank send under tensor parallelism?':
+        '4 個 transformer 塊放在 4 個 rank 上：在張量並行下，一個 rank 傳送的位元組數是流水線中最忙 rank 的多少倍？',
+    'One tensor-parallel transformer block (attention + MLP) on t=2 ranks: how many all-reduces does each rank issue in one forward and one backward pass, together?':
+        't=2 個 rank 上的一個張量並行 transformer 塊（注意力 + MLP）：一次前向加一次反向，每個 rank 一共發起多少次全規約？',
+    'all-reduces':
+        '次全規約',
+    'Forget f (identity both ways). Compared with the single-process MLP, which results are still right?':
+        '去掉 f（前向和反向都是恆等）。與單程序 MLP 相比，哪些結果仍然正確？',
+    'none':
+        '都不對',
+    'the output only':
+        '只有輸出',
+    'the output and the weight gradients':
+        '輸出和權重梯度',
+    'everything':
+        '全部',
+    "Plain TP (no SP) on t=4 ranks, for the block measured below: what fraction of the single-process block's saved activations does one rank keep?":
+        't=4 個 rank 上的普通張量並行（無序列並行），對下面測量的塊：一個 rank 儲存的激活佔單程序塊的多大比例？',
+    'Which row of the ablation learns slowest: the lowest held-out accuracy averaged over the whole run?':
+        '消融實驗中哪一行學得最慢：整個訓練過程平均的留出集準確率最低？',
+    'After warm-up, how many times fewer bytes than the dense fp32 gradient does a rank send per step at 99.9% sparsity?':
+        '預熱之後，在 99.9% 稀疏度下，一個 rank 每步傳送的位元組數比稠密 fp32 梯度少多少倍？',
+    'Plain DDP, Llama-3 70B with Adam in mixed precision: how many GB of model states per GPU?':
+        '普通 DDP，Llama-3 70B，混合精度 Adam：每個 GPU 的模型狀態有多少 GB？',
+    'Below how many tokens is an H100 bf16 matmul limited by memory bandwidth, not compute?':
+        'token 數少於多少時，H100 上的 bf16 矩陣乘法受記憶體頻寬限制而不是受計算限制？',
+    'tokens':
+        '個 token',
+    "The largest power-of-two TP degree at which Llama-3 70B's MLP stays compute-bound on H100 NVLink?":
+        '在 H100 NVLink 上，Llama-3 70B 的 MLP 保持計算受限的最大 2 的冪 TP 度是多少？',
+    'Hierarchical vs flat ring all-reduce of 1 MB on the emulated 2 nodes x 2: how many times faster is the hierarchical one?':
+        '在模擬的 2 個節點 x 2 上對 1 MB 做全規約：分層全規約比平坦環快多少倍？',
+    'times faster':
+        '倍',
+    'x':
+        '倍',
 }

@@ -46,7 +46,7 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
     """An input for the student's prediction, locked in with a button."""
     model = predict(question, unit=unit, choices=choices)
     if model.choices is not None:
-        field = widgets.Dropdown(options=[(_("choose ..."), None)] + [(str(c), c) for c in
+        field = widgets.Dropdown(options=[(_("choose ..."), None)] + [(_(str(c)), c) for c in
                                                                    model.choices],
                                  value=None, description="")
     else:
