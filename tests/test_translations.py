@@ -27,8 +27,11 @@ import pytest
 import companion
 from companion import i18n
 from companion.i18n import build, drift, glossary
-from companion.i18n.messages import NOTEBOOK_ZH_CN, ZH_CN
-from companion.i18n.messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
+from companion.i18n.messages import ZH_CN
+from companion.i18n.notebook_strings import NOTEBOOK_ZH_CN
+
+_TW = json.loads(i18n.TRADITIONAL.read_text(encoding="utf-8"))
+ZH_TW, NOTEBOOK_ZH_TW = _TW["messages"], _TW["notebook"]
 from companion.i18n.scan import literal_messages, placeholders
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +53,7 @@ def test_every_message_has_both_translations_with_the_same_placeholders():
     missing = {m: where for m, where in used.items() if m not in ZH_CN or m not in ZH_TW}
     assert not missing, f"messages without a translation (add them to messages.py, then " \
                         f"make translations): {missing}"
-    assert set(ZH_CN) == set(ZH_TW), "messages_zh_tw.py is stale: run make translations"
+    assert set(ZH_CN) == set(ZH_TW), "data/messages.zh-TW.json is stale: run make translations"
     unused = set(ZH_CN) - set(used)
     assert not unused, f"messages.py has entries no code uses: {unused}"
     for table in (ZH_CN, ZH_TW):

@@ -10,13 +10,15 @@ one call in the first cell chooses::
 
 What is translated: every string the package routes through :func:`_` (the checker's
 verdicts, hints' frame, predictions, widget labels, the launcher's explanations, plot
-labels), looked up in a message table keyed by the English text (``messages.py``,
+labels), looked up in a message table keyed by the English text (``messages.py``;
+``notebook_strings.py`` for the questions the notebooks' code passes in,
 gettext's convention: an untranslated string falls back to the English one, so English
 output stays byte-identical), and each exercise's title, task and hints, taken from the
 translators' files by ``python -m companion.i18n.build`` (``data/exercises.json``).
 Why a table and not gettext ``.po``/``.mo`` files: ``.mo`` is a compiled binary that a
 build step must regenerate and git cannot diff, while the table is reviewed as code, its
-zh-TW half is generated from the zh-CN half by OpenCC, and tests/test_translations.py
+zh-TW half (``data/messages.zh-TW.json``) is generated from the zh-CN half by OpenCC, and
+tests/test_translations.py
 checks that every ``_("...")`` in the package has both.
 """
 from __future__ import annotations
@@ -95,11 +97,12 @@ def get_language() -> str:
 @functools.lru_cache(maxsize=None)
 def _table(language: str) -> dict:
     if language == "zh-CN":
-        from .messages import NOTEBOOK_ZH_CN, ZH_CN
+        from .messages import ZH_CN
+        from .notebook_strings import NOTEBOOK_ZH_CN
         return {**NOTEBOOK_ZH_CN, **ZH_CN}
     if language == "zh-TW":
-        from .messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
-        return {**NOTEBOOK_ZH_TW, **ZH_TW}
+        generated = json.loads(TRADITIONAL.read_text(encoding="utf-8"))
+        return {**generated["notebook"], **generated["messages"]}
     return {}
 
 
@@ -110,6 +113,8 @@ def gettext(message: str) -> str:
 
 _ = gettext
 DATA = Path(__file__).with_name("data") / "exercises.json"
+# zh-TW tables, generated from messages.py and notebook_strings.py by the build (s2twp)
+TRADITIONAL = Path(__file__).with_name("data") / "messages.zh-TW.json"
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ tests/test_translations.py would catch for the package's own strings.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,10 +37,12 @@ def characters() -> str:
                                 list(range(0x40, 0x7F)) + list(range(0xA1, 0xFF)))
     import opencc   # pinned in requirements.txt (the build tool uses it too)
     traditional = set(opencc.OpenCC("s2twp").convert("".join(sorted(gb_level1))))
-    from .messages import NOTEBOOK_ZH_CN, ZH_CN
-    from .messages_zh_tw import NOTEBOOK_ZH_TW, ZH_TW
-    ours = set("".join([*ZH_CN.values(), *ZH_TW.values(), *NOTEBOOK_ZH_CN.values(),
-                        *NOTEBOOK_ZH_TW.values()]))
+    from . import TRADITIONAL
+    from .messages import ZH_CN
+    from .notebook_strings import NOTEBOOK_ZH_CN
+    tw = json.loads(TRADITIONAL.read_text(encoding="utf-8"))
+    ours = set("".join([*ZH_CN.values(), *NOTEBOOK_ZH_CN.values(),
+                        *tw["messages"].values(), *tw["notebook"].values()]))
     punctuation = {chr(c) for c in range(0x3000, 0x3040)} | \
         {chr(c) for c in range(0xFF00, 0xFFF0)} | set("“”‘’—…·")
     return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))
