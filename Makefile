@@ -18,10 +18,14 @@ PYTEST_ARGS ?=
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present slides site test test-fast notebooks browser bench student gpu-check clean-venv help
+.PHONY: lab present slides site test test-fast notebooks browser bench student gpu-check clean-venv help \
+        translations translations-check
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
+	@echo "                EDITION=zh-CN (or zh-TW) opens the Chinese edition (README.zh-CN.md)"
+	@echo "make translations   write notebooks/zh-CN, zh-TW from notebooks/ + translations/zh-CN"
+	@echo "make translations-check  change nothing; fail naming each cell that drifted"
 	@echo "make test       create .venv if needed, run unit tests and every notebook (nbval);"
 	@echo "                BROWSER=1 (set under CI) adds the real-browser tests"
 	@echo "make test-fast  unit tests only"
@@ -51,8 +55,20 @@ $(STAMP): requirements.txt pyproject.toml
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# EDITION=zh-CN or zh-TW opens the Chinese edition (issue #21); any other value, English.
+# (Not LANG: that is the shell's locale, set on most machines.)
+EDITION ?= en
+LAB_DIR = notebooks$(if $(filter zh-CN zh-TW,$(EDITION)),/$(EDITION),)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_launching_ranks.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) $(LAB_DIR)/00_launching_ranks.ipynb
+
+# The Chinese edition, generated from the English notebooks and translations/zh-CN/*.json.
+translations: $(STAMP)
+	$(BIN)/python -m companion.i18n.build
+
+translations-check: $(STAMP)
+	$(BIN)/python -m companion.i18n.build --check
 
 # Without NB: the whole course behind a landing page made from the notebooks' own headers
 # (companion/present). With NB: one notebook, as before.

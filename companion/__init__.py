@@ -4,6 +4,7 @@ distributed-training lectures (MIT 6.5940 L19-L20, Stanford CS336 L8).
 Start here: ``notebooks/00_launching_ranks.ipynb``. Each module's docstring names the
 notebook that teaches it.
 """
+from .i18n import set_language
 from .launcher import LaunchError, LaunchTimeout, launch
 from .runtime import (device, process_group, rank, setup_process_group,
                       teardown_process_group, world_size)
@@ -29,5 +30,5 @@ def __getattr__(name):
 __all__ = [
     "launch", "LaunchError", "LaunchTimeout",
     "setup_process_group", "teardown_process_group", "process_group",
-    "rank", "world_size", "device",
+    "rank", "world_size", "device", "set_language",
 ]

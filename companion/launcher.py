@@ -48,6 +48,7 @@ from torch.utils._pytree import tree_map
 
 from . import runtime
 from .backends import choose_backend, cpu_cores, max_world_size, validate_launch
+from .i18n import _
 from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, stop
 from .validation import accepts, callable_arg, run_preflight
 
@@ -174,8 +175,9 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
         try:
             message = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001
-            raise TypeError(f"rank {rank} returned a value that cannot be pickled "
-                            f"({exc}); return tensors, numbers, lists or dicts.") from exc
+            raise TypeError(_("rank {rank} returned a value that cannot be pickled "
+                              "({exc}); return tensors, numbers, lists or dicts.").format(
+                                rank=rank, exc=exc)) from exc
     except BaseException as exc:  # noqa: BLE001 - report everything, KeyboardInterrupt too
         text = traceback.format_exc()
         summary = f"{type(exc).__name__}: {exc}"

@@ -13,6 +13,8 @@ import sys
 import time
 from multiprocessing.connection import wait
 
+from .i18n import _
+
 __all__ = ["LaunchError", "LaunchTimeout", "Forwarder", "collect", "drain", "stop"]
 
 
@@ -20,9 +22,10 @@ class LaunchError(RuntimeError):
     """A rank raised, or died without reporting (segfault, ``os._exit``)."""
 
     def __init__(self, message: str, rank: int | None = None, traceback_text: str = "",
-                 exitcode: int | None = None):
+                 exitcode: int | None = None, summary: str | None = None):
         super().__init__(message)
         self.rank = rank
+        self.summary = summary   # "Type: message" of the rank's exception, untranslated
         self.traceback = traceback_text
         self.exitcode = exitcode
 
@@ -69,10 +72,10 @@ class Forwarder:
 def _exit_description(code: int | None) -> str:
     if code is not None and code < 0:
         try:
-            return f"killed by signal {signal.Signals(-code).name}"
+            return _("killed by signal {signal}").format(signal=signal.Signals(-code).name)
         except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+            return _("killed by signal {signal}").format(signal=-code)
+    return _("exit code {code}").format(code=code)
 
 
 def collect(procs, result_conns, forwarders, deadline, timeout):
@@ -97,16 +100,18 @@ def collect(procs, result_conns, forwarders, deadline, timeout):
             return
         summary, text = rest
         drain(forwarders, until=time.monotonic() + 0.2)
-        raise LaunchError(f"rank {rank} raised {summary}\n\n--- traceback from rank {rank} ---\n"
-                          f"{text}", rank=rank, traceback_text=text, exitcode=1)
+        raise LaunchError(_("rank {rank} raised {summary}\n\n--- traceback from rank {rank} "
+                            "---\n").format(rank=rank, summary=summary) + text, rank=rank,
+                          traceback_text=text, exitcode=1, summary=summary)
 
     def died(rank):
         procs[rank].join(1.0)
         code = procs[rank].exitcode
         drain(forwarders, until=time.monotonic() + 0.2)
         raise LaunchError(
-            f"rank {rank} died without reporting a result ({_exit_description(code)}); "
-            "its output above may say why.", rank=rank, exitcode=code)
+            _("rank {rank} died without reporting a result ({how}); its output above may "
+              "say why.").format(rank=rank, how=_exit_description(code)),
+            rank=rank, exitcode=code)
 
     while pending:
         remaining = deadline - time.perf_counter()
@@ -114,9 +119,10 @@ def collect(procs, result_conns, forwarders, deadline, timeout):
             drain(forwarders, until=time.monotonic() + 0.2)
             late = sorted(pending)
             raise LaunchTimeout(
-                f"ranks {late} had not finished after {timeout:g} s (a rank waiting in a "
-                "collective its peers never joined?); all ranks were stopped. Pass a larger "
-                "timeout= if the job is just slow.")
+                _("ranks {late} had not finished after {seconds} s (a rank waiting in a "
+                  "collective its peers never joined?); all ranks were stopped. Pass a larger "
+                  "timeout= if the job is just slow.").format(late=late,
+                                                              seconds=f"{timeout:g}"))
         watched = [result_conns[r] for r in pending] + [procs[r].sentinel for r in pending]
         watched += [f.conn for f in forwarders if f.open]
         for obj in wait(watched, timeout=min(remaining, 1.0)):

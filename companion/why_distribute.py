@@ -26,6 +26,7 @@ import numpy as np
 
 from . import hardware
 from .data import _check, _read
+from .i18n import gettext as tr
 from .validation import fraction, positive_int, positive_number
 
 __all__ = ["training_flops", "gpu_time", "ideal_time", "scaling", "lecture_numbers",
@@ -201,10 +202,11 @@ def plot_compute_growth(ax=None):
     for k, (m, x, y) in enumerate(sorted(zip(models, mx, my), key=lambda t: t[1])):
         ax.annotate(m["model"], (x, y / my[0]), fontsize=8, textcoords="offset points",
                     xytext=(3, 4 if k % 2 else -11))
-    ax.semilogy(gx, np.array(gy) / gy[0], "s--", label=f"one GPU's peak FLOP/s (doubles every {12 * dt['gpu']:.0f} months)")
+    ax.semilogy(gx, np.array(gy) / gy[0], "s--", label=tr("one GPU's peak FLOP/s (doubles every {months} months)").format(
+                    months=f"{12 * dt['gpu']:.0f}"))
     for g, x, y in zip(gpus, gx, gy):
         ax.annotate(g[0], (x, y / gy[0]), fontsize=8, xytext=(3, -10), textcoords="offset points")
-    ax.set(xlabel="year", ylabel="growth since the first point (log)",
-           title="Training compute outgrows one GPU")
+    ax.set(xlabel=tr("year"), ylabel=tr("growth since the first point (log)"),
+           title=tr("Training compute outgrows one GPU"))
     ax.legend(fontsize=9)
     return ax, dt

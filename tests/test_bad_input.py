@@ -51,6 +51,7 @@ from companion.learning import release as lrelease, watch as lwatch
 from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS, recompute as RC
 import companion.present as PRES
+from companion import i18n
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
 from companion import bootstrap as BOOT
@@ -589,6 +590,7 @@ CASES = [
     Case("export_html/missing", PRES.export_html, ("no/such.ipynb", "."), {}, ValueError, "executed"),
     Case("fetch_widget_renderer/file", PRES.fetch_widget_renderer, (str(NOTEBOOKS_DIR / "sanitize.cfg"),), {}, ValueError, "static_dir"),
     Case("build_site/unknown-notebook", PRES.build_site, ("build/never", NOTEBOOKS_DIR), {"only": ["42"]}, ValueError, "only"),
+    Case("set_language/unknown", i18n.set_language, ("fr",), {}, ValueError, "language="),
     Case("frame_player/n_frames-zero", wbase.frame_player, (0, print), {}, ValueError, "frame"),
     # --- launch(rank_fn, bad value): the rank function's @preflight check, in the parent -
     Case("launch/local_values-n", launch, (basics.local_values, 0), {}, ValueError, r"\bn\b"),

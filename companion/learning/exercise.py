@@ -38,6 +38,7 @@ from ..validation import positive_int, positive_number
 from .feedback import defined_at
 from .verdict import FORBIDDEN_TAG, Verdict, crash, forbidden, not_implemented, short_name
 from .watch import watching
+from ..i18n import _, exercise_text
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]
 
@@ -101,14 +102,22 @@ class Exercise:
         by_reason: dict[str, list[str]] = {}
         for k, v in self.forbidden.items():   # one line per reason: long lists stay short
             by_reason.setdefault(v, []).append(f"`{short_name(k)}`")
-        rules = "".join(f"\n- not allowed: {', '.join(names)} ({reason})"
-                        for reason, names in by_reason.items())
-        return (f"**Exercise {self.id} ({self.level}): {self.title}**\n\n{self.task}\n"
-                f"{rules}\n\nStuck? `{self.short}.hint()` shows the next of "
-                f"{len(self.hints)} hints, one at a time.")
+        rules = "".join(_("\n- not allowed: {names} ({reason})").format(
+            names=", ".join(names), reason=reason) for reason, names in by_reason.items())
+        return (_("**Exercise {id} ({level}): {title}**").format(
+                    id=self.id, level=_(self.level), title=self.shown("title"))
+                + f"\n\n{self.shown('task')}\n{rules}\n\n"
+                + _("Stuck? `{short}.hint()` shows the next of {count} hints, one at a "
+                    "time.").format(short=self.short, count=len(self.hints)))
 
     def __repr__(self) -> str:
-        return f"Exercise {self.id} ({self.level}): {self.title}"
+        return _("Exercise {id} ({level}): {title}").format(
+            id=self.id, level=_(self.level), title=self.shown("title"))
+
+    def shown(self, field: str):
+        """``title``, ``task`` or ``hints`` in the student's language (issue #21): the
+        translators' text when the language is Chinese, else the English field."""
+        return exercise_text(self.id, field, getattr(self, field))
 
     @property
     def short(self) -> str:
@@ -119,13 +128,13 @@ class Exercise:
     def hint(self) -> None:
         """Print the next hint (the first ones point the way; none is the solution)."""
         if self._hints_shown >= len(self.hints):
-            print(f"No more hints for {self.id}. Re-read the last one, then compare your "
-                  "code with the lecture's figure; the instructor's notebook has the "
-                  "solution in a collapsed cell.")
+            print(_("No more hints for {id}. Re-read the last one, then compare your "
+                    "code with the lecture's figure; the instructor's notebook has the "
+                    "solution in a collapsed cell.").format(id=self.id))
             return
         self._hints_shown += 1
-        print(f"Hint {self._hints_shown} of {len(self.hints)}: "
-              f"{self.hints[self._hints_shown - 1]}")
+        print(_("Hint {n} of {count}: ").format(n=self._hints_shown, count=len(self.hints))
+              + self.shown("hints")[self._hints_shown - 1])
 
     # ---- checking --------------------------------------------------------------------
     def check(self, candidate, quiet: bool = False) -> Verdict:
@@ -136,13 +145,14 @@ class Exercise:
             print(("✓ " if verdict else "… " if verdict.kind == "not_implemented" else "✗ ")
                   + verdict.message)
             if not verdict and self._hints_shown < len(self.hints):
-                print(f"   (a hint: {self.short}.hint())")
+                print(_("   (a hint: {short}.hint())").format(short=self.short))
         return verdict
 
     def _judge(self, candidate) -> Verdict:
         if not callable(candidate):
-            return Verdict("not_callable", f"pass the {self.student_name} you wrote (the "
-                           f"name, without parentheses); got {type(candidate).__name__}.")
+            return Verdict("not_callable", _(
+                "pass the {what} you wrote (the name, without parentheses); got {got}."
+            ).format(what=self.student_name, got=type(candidate).__name__))
         if self.precheck is not None:
             with watching(self.forbidden) as w, w.student():
                 try:
@@ -159,10 +169,11 @@ class Exercise:
             results = launch(_attempt, self.id, candidate, world_size=self.world_size,
                              timeout=self.timeout)
         except LaunchTimeout:
-            return Verdict("timeout", f"it did not finish within {self.timeout:g} s on "
-                           f"{self.world_size} ranks. Some rank waits for a message no "
-                           "rank sends: check that every send has a matching recv, and "
-                           "that all ranks call the same collectives in the same order.")
+            return Verdict("timeout", _(
+                "it did not finish within {seconds} s on {world_size} ranks. Some rank "
+                "waits for a message no rank sends: check that every send has a matching "
+                "recv, and that all ranks call the same collectives in the same order."
+            ).format(seconds=f"{self.timeout:g}", world_size=self.world_size))
         except LaunchError as err:
             first = str(err).splitlines()[0]
             if FORBIDDEN_TAG in first:
@@ -176,23 +187,28 @@ class Exercise:
             return forbidden(hits)
         for rank, r in enumerate(results):
             if r["changed_input"]:
-                return Verdict("changed_input", f"rank {rank}: your code changed its input "
-                               "in place, so the caller's tensor changed too. Work on a "
-                               "copy (x.clone()).")
+                return Verdict("changed_input", _(
+                    "rank {rank}: your code changed its input in place, so the caller's "
+                    "tensor changed too. Work on a copy (x.clone()).").format(rank=rank))
         where = defined_at(candidate)
         for rank, r in enumerate(results):
             problem = feedback.difference(r["got"], r["expected"], self.rtol, self.atol)
             if problem:
-                return Verdict("wrong_value", f"rank {rank}: the result {problem}.{where}")
+                return Verdict("wrong_value", _("rank {rank}: the result {problem}.{where}"
+                                                ).format(rank=rank, problem=problem,
+                                                         where=where))
         calls = [r["calls"] for r in results]
         if self.pattern is not None:
             problem = self.pattern(calls, self.world_size)
             if problem:
-                return Verdict("pattern", f"the values are right, but the communication "
-                               f"is not the pattern asked for: {problem}")
-        ranks = f"{self.world_size} real rank" + ("s" if self.world_size != 1 else "")
-        return Verdict("passed", f"{self.id} passed on {ranks}: values "
-                       f"equal the reference; rank 0's communication: {summary(calls[0])}.")
+                return Verdict("pattern", _("the values are right, but the communication "
+                                            "is not the pattern asked for: {problem}"
+                                            ).format(problem=problem))
+        ranks = (_("{n} real rank") if self.world_size == 1 else _("{n} real ranks")).format(
+            n=self.world_size)
+        return Verdict("passed", _("{id} passed on {ranks}: values equal the reference; "
+                                   "rank 0's communication: {summary}.").format(
+            id=self.id, ranks=ranks, summary=summary(calls[0])))
 
 
 def _tensors(tree):

@@ -22,6 +22,7 @@ import sysconfig
 import torch
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
+from ..i18n import _
 from ..validation import positive_number
 
 __all__ = ["student_frame", "location", "defined_at", "difference", "show_tensor"]
@@ -81,27 +82,33 @@ def show_tensor(t: torch.Tensor) -> str:
         return f"{t.tolist()}" + (f" (dtype {t.dtype})" if t.dtype != torch.float32 else "")
     flat = t.flatten()
     head = ", ".join(f"{v:.4g}" for v in flat[:4].tolist())
-    return f"tensor of shape {tuple(t.shape)}, dtype {t.dtype}: [{head}, ...]"
+    return _("tensor of shape {shape}, dtype {dtype}: [{head}, ...]").format(
+        shape=tuple(t.shape), dtype=t.dtype, head=head)
 
 
 def _tensor_difference(g, e, rtol, atol) -> str | None:
     if not isinstance(g, torch.Tensor):
-        return f"is {type(g).__name__} {g!r:.80}, expected a tensor {show_tensor(e)}"
+        return _("is {type} {got}, expected a tensor {expected}").format(
+            type=type(g).__name__, got=f"{g!r:.80}", expected=show_tensor(e))
     if g.shape != e.shape:
-        return f"has shape {tuple(g.shape)}, expected shape {tuple(e.shape)}"
+        return _("has shape {got}, expected shape {expected}").format(
+            got=tuple(g.shape), expected=tuple(e.shape))
     g2 = g.detach().to(e.dtype)
     close = torch.isclose(g2, e, rtol=rtol, atol=atol, equal_nan=True)
     if bool(close.all()):
         return None
     if e.numel() <= SMALL:
-        return f"is {show_tensor(g2)}, expected {show_tensor(e)}"
+        return _("is {got}, expected {expected}").format(got=show_tensor(g2),
+                                                         expected=show_tensor(e))
     wrong = (~close).nonzero().tolist()
     listed = "; ".join(
-        f"[{', '.join(map(str, idx))}] got {g2[tuple(idx)].item():.6g} expected "
-        f"{e[tuple(idx)].item():.6g}" for idx in wrong[:SHOWN_WRONG])
-    more = f"; ... ({len(wrong)} of {e.numel()} positions wrong)" if len(wrong) > SHOWN_WRONG \
-        else f" ({len(wrong)} of {e.numel()} positions wrong)"
-    return f"differs at {listed}{more}"
+        _("[{index}] got {got} expected {expected}").format(
+            index=", ".join(map(str, idx)), got=f"{g2[tuple(idx)].item():.6g}",
+            expected=f"{e[tuple(idx)].item():.6g}") for idx in wrong[:SHOWN_WRONG])
+    more = (_("; ... ({wrong} of {total} positions wrong)") if len(wrong) > SHOWN_WRONG
+            else _(" ({wrong} of {total} positions wrong)")).format(wrong=len(wrong),
+                                                                    total=e.numel())
+    return _("differs at {listed}{more}").format(listed=listed, more=more)
 
 
 def _align(got, expected):
@@ -125,23 +132,28 @@ def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | Non
         if isinstance(expected, dict) and isinstance(got, dict):
             missing = [k for k in expected if k not in got]
             extra = [k for k in got if k not in expected]
-            return f"keys differ: missing {missing}, unexpected {extra}"
+            return _("keys differ: missing {missing}, unexpected {extra}").format(
+                missing=missing, extra=extra)
         if isinstance(expected, torch.Tensor) or not isinstance(got, type(expected)):
             shown = show_tensor(got) if isinstance(got, torch.Tensor) else f"{got!r:.80}"
-            return f"returned {type(got).__name__} {shown}, expected " + (
+            return _("returned {type} {shown}, expected ").format(
+                type=type(got).__name__, shown=shown) + (
                 show_tensor(expected) if isinstance(expected, torch.Tensor)
                 else f"{type(expected).__name__} {expected!r:.80}")
-        return (f"returned {len(got_leaves)} values in the shape {got_spec}, expected "
-                f"{len(exp_leaves)} in the shape {exp_spec}")
-    for (path, g), (_, e) in zip(got_leaves, exp_leaves):
-        where = f"entry {keystr(path)} " if path else ""
+        return _("returned {n} values in the shape {spec}, expected {n_expected} in the "
+                 "shape {spec_expected}").format(n=len(got_leaves), spec=got_spec,
+                                                 n_expected=len(exp_leaves),
+                                                 spec_expected=exp_spec)
+    for (path, g), (_path, e) in zip(got_leaves, exp_leaves):
+        where = _("entry {path} ").format(path=keystr(path)) if path else ""
         if isinstance(e, torch.Tensor):
             problem = _tensor_difference(g, e, rtol, atol)
         elif isinstance(e, float) and isinstance(g, (int, float)):
             problem = None if math.isclose(g, e, rel_tol=rtol, abs_tol=atol) else \
-                f"is {g!r}, expected {e!r}"
+                _("is {got}, expected {expected}").format(got=f"{g!r}", expected=f"{e!r}")
         else:
-            problem = None if g == e else f"is {g!r:.80}, expected {e!r:.80}"
+            problem = None if g == e else _("is {got}, expected {expected}").format(
+                got=f"{g!r:.80}", expected=f"{e!r:.80}")
         if problem:
             return f"{where}{problem}".strip()
     return None
@@ -155,5 +167,5 @@ def defined_at(candidate) -> str:
         return ""
     if not _is_students(code.co_filename):
         return ""
-    return (f" (your {candidate.__name__}, defined at "
-            f"{location(code.co_filename, code.co_firstlineno)})")
+    return _(" (your {name}, defined at {where})").format(
+        name=candidate.__name__, where=location(code.co_filename, code.co_firstlineno))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ..i18n import _
 from ..validation import positive_number
 
 __all__ = ["Prediction", "predict"]
@@ -49,21 +50,24 @@ class Prediction:
         positive_number("abs_tol", abs_tol, "use abs_tol=0 or a small number", zero=True)
         shown = _fmt(measured, self.unit)
         if self.value is None:
-            print(f"Measured: {shown}. (No prediction was locked in: next time commit to "
-                  "one first; being wrong is where the learning happens.)")
+            print(_("Measured: {shown}. (No prediction was locked in: next time commit to "
+                    "one first; being wrong is where the learning happens.)").format(
+                        shown=shown))
             return None
         if self.choices is not None:
             ok = self.value == measured
-            print(f"You predicted {self.value!r}; the answer is {measured!r}. "
-                  + ("Right." if ok else "Not this time: read on for why."))
+            print(_("You predicted {value}; the answer is {measured}. ").format(
+                value=repr(self.value), measured=repr(measured))
+                  + (_("Right.") if ok else _("Not this time: read on for why.")))
             return ok
         value = float(self.value)
         ok = math.isclose(value, float(measured), rel_tol=rel_tol, abs_tol=abs_tol)
         ratio = value / measured if measured else math.inf
-        print(f"You predicted {_fmt(value, self.unit)}; measured {shown} "
-              f"({'within' if ok else 'outside'} {rel_tol:.0%}"
-              + (f" or {abs_tol:g}" if abs_tol else "") + f"; your number is {ratio:.2f}x "
-              "the measurement).")
+        print(_("You predicted {value}; measured {shown} ").format(
+                  value=_fmt(value, self.unit), shown=shown)
+              + (_("(within {tol}") if ok else _("(outside {tol}")).format(tol=f"{rel_tol:.0%}")
+              + (_(" or {abs_tol}").format(abs_tol=f"{abs_tol:g}") if abs_tol else "")
+              + _("; your number is {ratio}x the measurement).").format(ratio=f"{ratio:.2f}"))
         return ok
 
 
@@ -72,7 +76,7 @@ def _fmt(x, unit: str) -> str:
         text = f"{x:.3g}"
     else:
         text = repr(x) if not isinstance(x, (int,)) else f"{x}"
-    return f"{text} {unit}".strip() if unit and unit != "fraction" else text
+    return f"{text} {_(unit)}".strip() if unit and unit != "fraction" else text
 
 
 def predict(question: str, unit: str = "", choices=None) -> Prediction:

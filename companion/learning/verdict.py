@@ -10,6 +10,7 @@ import dataclasses
 import traceback
 
 from . import feedback
+from ..i18n import _
 
 __all__ = ["Verdict", "FORBIDDEN_TAG", "short_name", "not_implemented", "crash", "forbidden"]
 
@@ -52,8 +53,8 @@ FORBIDDEN_TAG = "companion-forbidden-call::"
 
 
 def not_implemented() -> Verdict:
-    return Verdict("not_implemented", "not implemented yet: replace the "
-                   "`raise NotImplementedError` with your code, then run this cell again.")
+    return Verdict("not_implemented", _("not implemented yet: replace the "
+                   "`raise NotImplementedError` with your code, then run this cell again."))
 
 
 def crash(err, rank) -> Verdict:
@@ -63,17 +64,22 @@ def crash(err, rank) -> Verdict:
     if rank is None:
         first = f"{type(err).__name__}: {first}"
     found = feedback.student_frame(text)
-    if first.startswith(f"rank {rank} raised "):   # the launcher's wording
+    summary = getattr(err, "summary", None)
+    if summary:   # the launcher's own "rank r raised ...", in whichever language
+        first = summary.splitlines()[0]
+    elif first.startswith(f"rank {rank} raised "):
         first = first[len(f"rank {rank} raised "):]
-    who = f"rank {rank} raised" if rank is not None else "your code raised"
+    who = (_("rank {rank} raised").format(rank=rank) if rank is not None
+           else _("your code raised"))
     if found is None:
         return Verdict("crash", f"{who} {first}")
-    place, _, source = found
+    place, _line, source = found
     line = f"{place}: {source}" if source else place
-    return Verdict("crash", f"{who} {first}\n   at your line {line}", line=line)
+    return Verdict("crash", f"{who} {first}\n" + _("   at your line {line}").format(line=line),
+                   line=line)
 
 
 def forbidden(hits) -> Verdict:
     name, reason = hits[0]
-    return Verdict("forbidden", f"your code called `{name}`, which this exercise does not "
-                   f"allow: {reason}")
+    return Verdict("forbidden", _("your code called `{name}`, which this exercise does not "
+                                  "allow: {reason}").format(name=name, reason=reason))

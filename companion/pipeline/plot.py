@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from matplotlib.patches import Patch
 
+from ..i18n import gettext as tr
 from ..plotting import OKABE_ITO
 from .simulate import Timeline
 
@@ -59,21 +60,22 @@ def draw_timeline(ax, timeline: Timeline, until: float | None = None, title: str
     ax.set_ylim(timeline.stages - 0.5, -0.5)
     ax.set_xlim(0, xmax if xmax is not None else span * 1.01)
     ax.set_yticks(range(timeline.stages))
-    ax.set_yticklabels([f"stage {s}" for s in range(timeline.stages)])
-    ax.set_xlabel(f"time ({timeline.unit})")
+    ax.set_yticklabels([tr("stage {s}").format(s=s) for s in range(timeline.stages)])
+    ax.set_xlabel(tr("time ({unit})").format(unit=timeline.unit))
     ax.grid(False)
     if title is None:
-        title = (f"{timeline.name}: utilisation {timeline.utilization:.1%}, "
-                 f"bubble {timeline.bubble_fraction:.1%}")
+        title = tr("{name}: utilisation {utilisation}, bubble {bubble}").format(
+            name=timeline.name, utilisation=f"{timeline.utilization:.1%}",
+            bubble=f"{timeline.bubble_fraction:.1%}")
     ax.set_title(title)
 
 
 def legend_handles(split_backward: bool = True) -> list:
     """Legend entries for the op kinds and idle time."""
-    names = {"F": "F: forward", "B": "B: backward" + (" (input grad when W is split off)"
-                                                     if split_backward else ""),
-             "W": "W: weight grad"}
+    names = {"F": tr("F: forward"), "B": tr("B: backward") + (
+        tr(" (input grad when W is split off)") if split_backward else ""),
+             "W": tr("W: weight grad")}
     kinds = "FBW" if split_backward else "FB"
     handles = [Patch(facecolor="white", edgecolor="black", hatch=KIND_STYLE[k]["hatch"],
                      label=names[k]) for k in kinds]
-    return handles + [Patch(facecolor=IDLE_COLOR, label="idle (bubble)")]
+    return handles + [Patch(facecolor=IDLE_COLOR, label=tr("idle (bubble)"))]

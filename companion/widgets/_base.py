@@ -10,6 +10,8 @@ import sys
 import threading
 import traceback
 
+from ..i18n import _
+
 __all__ = ["guarded", "showing", "frame_player"]
 
 
@@ -175,7 +177,7 @@ def guarded(output):
                 return callback(*args, **kwargs)
             except ValueError as exc:
                 with showing(output):
-                    print(f"Invalid input: {exc}")
+                    print(_("Invalid input: {error}").format(error=exc))
             except Exception:  # noqa: BLE001 - anything else must be visible too
                 with showing(output):
                     print(traceback.format_exc())

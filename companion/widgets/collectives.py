@@ -13,6 +13,7 @@ import numpy as np
 from ..collectives.replay import Replay, replay
 from ..plotting import rank_colors
 from ._base import frame_player
+from ..i18n import gettext as tr
 
 __all__ = ["collective_replay", "draw_replay_frame", "plot_rank_tensors"]
 
@@ -116,7 +117,7 @@ def plot_rank_tensors(tensors, ax=None, title: str = "", fmt: str = "{:g}"):
     ax.set_yticks(range(n))
     ax.set_yticklabels([f"rank {r}" for r in range(n)])
     ax.set_xticks(range(width))
-    ax.set_xlabel("element")
+    ax.set_xlabel(tr("element"))
     ax.grid(False)
     ax.set_title(title)
     return ax

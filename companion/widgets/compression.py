@@ -4,6 +4,7 @@ Every change launches a real 4-rank training run (``companion.compression.train`
 and redraws its loss and test-accuracy curves next to the dense baseline.
 """
 from __future__ import annotations
+from ..i18n import gettext as tr
 
 __all__ = ["compression_explorer"]
 
@@ -38,11 +39,11 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     validate_launch(world_size, 60.0, "auto")
     positive_int("steps", steps, "try steps=150.")
     positive_number("lr", lr, "try lr=0.05.")
-    method = W.Dropdown(options=list(_METHODS), value="gradient dropping", description="method")
+    method = W.Dropdown(options=list(_METHODS), value="gradient dropping", description=tr("method"))
     density = W.FloatLogSlider(value=0.001, base=10, min=-4, max=0, step=0.25,
-                               description="density", readout_format=".4f",
+                               description=tr("density"), readout_format=".4f",
                                continuous_update=False)
-    momentum = W.FloatSlider(value=0.9, min=0.0, max=0.98, step=0.01, description="momentum",
+    momentum = W.FloatSlider(value=0.9, min=0.0, max=0.98, step=0.01, description=tr("momentum"),
                              continuous_update=False)
     summary = W.HTML()
     output = W.Output()
@@ -77,9 +78,9 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
             for r, label, style in ((base, "dense", "--"), (result, method.value, "-")):
                 ax1.plot(r["losses"], style, label=label, alpha=0.8)
                 ax2.plot(r["eval_steps"], r["test_acc"], style + "o", label=label)
-            ax1.set(title=f"training loss ({world_size} ranks, rank 0's shard)", xlabel="step",
-                    ylabel="cross-entropy", yscale="log")
-            ax2.set(title="held-out accuracy", xlabel="step", ylabel="accuracy", ylim=(0, 1))
+            ax1.set(title=f"training loss ({world_size} ranks, rank 0's shard)", xlabel=tr("step"),
+                    ylabel=tr("cross-entropy"), yscale="log")
+            ax2.set(title=tr("held-out accuracy"), xlabel=tr("step"), ylabel=tr("accuracy"), ylim=(0, 1))
             ax2.legend(loc="lower right", fontsize=9)
             plt.show()
 

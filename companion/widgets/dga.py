@@ -15,6 +15,7 @@ from ..plotting import OKABE_ITO
 from ._base import guarded, showing
 from ..backends import validate_launch
 from ..validation import positive_int, positive_number
+from ..i18n import gettext as tr
 
 __all__ = ["dga_explorer"]
 
@@ -55,7 +56,7 @@ def draw_recorded(ax, ranks: list[dict], until: float | None = None, title: str 
     ax.set_yticks(range(n), [f"rank {n - 1 - i}" for i in range(n)])
     ax.set_xlim(0, 1e3 * max(r["end"] for r in ranks))
     ax.set_ylim(-0.5, n - 0.2)
-    ax.set_xlabel("time since start (ms)")
+    ax.set_xlabel(tr("time since start (ms)"))
     ax.grid(axis="y", visible=False)
     if title:
         ax.set_title(title)
@@ -75,8 +76,8 @@ def max_in_flight(msgs) -> int:
 def legend_handles():
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    return [Patch(color=COMPUTE, label="compute"), Patch(color=WAIT, label="waiting"),
-            Line2D([], [], color=MESSAGE, marker="o", ms=3, label="message in flight")]
+    return [Patch(color=COMPUTE, label=tr("compute")), Patch(color=WAIT, label=tr("waiting")),
+            Line2D([], [], color=MESSAGE, marker="o", ms=3, label=tr("message in flight"))]
 
 
 def animate_recorded(ranks: list[dict], frames: int = 30, title: str = ""):
@@ -108,7 +109,7 @@ def draw_modeled(ax, rows: dict[str, list]) -> None:
             if u > c1:
                 ax.barh(y, u - c1, left=c1, height=0.5, color=WAIT, edgecolor="white", lw=0.8)
     ax.set_yticks(range(len(names)), names[::-1])
-    ax.set_xlabel("time (ms)")
+    ax.set_xlabel(tr("time (ms)"))
     ax.legend(handles=legend_handles()[:2], loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", visible=False)
 
@@ -123,13 +124,13 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
     positive_number("compute_ms", compute_ms, "pass the compute time per step, e.g. 10.")
     positive_int("steps", steps, "pass the steps to draw, e.g. 30.")
     validate_launch(world_size, 120.0, "auto")  # the measure button launches ranks
-    latency = widgets.FloatSlider(value=50, min=0, max=200, step=5, description="latency (ms)",
+    latency = widgets.FloatSlider(value=50, min=0, max=200, step=5, description=tr("latency (ms)"),
                                   style={"description_width": "initial"}, continuous_update=False)
-    delay = widgets.IntSlider(value=5, min=0, max=20, description="DGA delay D",
+    delay = widgets.IntSlider(value=5, min=0, max=20, description=tr("DGA delay D"),
                               style={"description_width": "initial"}, continuous_update=False)
-    local = widgets.IntSlider(value=10, min=1, max=20, description="FedAvg K",
+    local = widgets.IntSlider(value=10, min=1, max=20, description=tr("FedAvg K"),
                               style={"description_width": "initial"}, continuous_update=False)
-    measure = widgets.Button(description=f"measure on {world_size} real ranks")
+    measure = widgets.Button(description=tr("measure on {n} real ranks").format(n=world_size))
     output, measured = widgets.Output(), widgets.Output()
     box = widgets.VBox([widgets.HBox([latency, delay, local]), output, measure, measured])
     box.latency, box.delay, box.local_steps, box.measure = latency, delay, local, measure
@@ -166,7 +167,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         from ..dga import sweep
         from ..launcher import launch
         with showing(measured):
-            print("running ...")
+            print(tr("running ..."))
         runs = [dict(algorithm=a, delay=delay.value, alpha_ms=latency.value, steps=steps,
                      compute_ms=compute_ms) for a in ("sync", "dga")]
         res = launch(sweep, runs=runs, data=load_digits(), world_size=world_size, timeout=120)

@@ -20,6 +20,7 @@ from ..pipeline.plot import draw_timeline, legend_handles
 from ._base import guarded, showing
 from ..pipeline.schedules import check_sizes
 from ..validation import one_of, positive_number
+from ..i18n import gettext as tr
 
 __all__ = ["schedule_explorer", "timeline_player"]
 
@@ -30,8 +31,8 @@ CHUNKED = ("interleaved", "looped-bfs", "interleaved-zb")
 
 def _play_controls(frames: int, interval_ms: int):
     play = widgets.Play(value=frames, min=0, max=frames, step=1, interval=interval_ms,
-                        description="play")
-    frame = widgets.IntSlider(value=frames, min=0, max=frames, description="time",
+                        description=tr("play"))
+    frame = widgets.IntSlider(value=frames, min=0, max=frames, description=tr("time"),
                               readout=False, continuous_update=True)
     widgets.jslink((play, "value"), (frame, "value"))
     return play, frame
@@ -62,17 +63,17 @@ def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "g
     output = widgets.Output()
     c = dict(style={"description_width": "initial"}, continuous_update=False)
     box = widgets.VBox()
-    box.stages = widgets.IntSlider(value=stages, min=1, max=8, description="stages p", **c)
+    box.stages = widgets.IntSlider(value=stages, min=1, max=8, description=tr("stages p"), **c)
     box.microbatches = widgets.IntSlider(value=microbatches, min=1, max=16,
-                                         description="micro-batches m", **c)
-    box.schedule = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description="schedule")
+                                         description=tr("micro-batches m"), **c)
+    box.schedule = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description=tr("schedule"))
     box.chunks = widgets.IntSlider(value=chunks, min=1, max=4,
-                                   description="chunks v (interleaved, looped-bfs, -zb)", **c)
-    box.F = widgets.FloatSlider(value=F, min=0.0, max=3.0, step=0.25, description="F time", **c)
-    box.B = widgets.FloatSlider(value=B, min=0.0, max=3.0, step=0.25, description="B time", **c)
-    box.W = widgets.FloatSlider(value=W, min=0.0, max=3.0, step=0.25, description="W time", **c)
+                                   description=tr("chunks v (interleaved, looped-bfs, -zb)"), **c)
+    box.F = widgets.FloatSlider(value=F, min=0.0, max=3.0, step=0.25, description=tr("F time"), **c)
+    box.B = widgets.FloatSlider(value=B, min=0.0, max=3.0, step=0.25, description=tr("B time"), **c)
+    box.W = widgets.FloatSlider(value=W, min=0.0, max=3.0, step=0.25, description=tr("W time"), **c)
     box.send = widgets.FloatSlider(value=send, min=0.0, max=1.0, step=0.05,
-                                   description="send latency", **c)
+                                   description=tr("send latency"), **c)
     box.play, box.frame = _play_controls(FRAMES, interval_ms)
     box.output = output
     box.timeline = None

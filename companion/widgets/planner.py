@@ -14,6 +14,7 @@ from IPython.display import display
 from ..planner import CLUSTERS, MODELS, plan
 from ._base import guarded, showing
 from ..validation import one_of, positive_int
+from ..i18n import gettext as tr
 
 __all__ = ["planner", "plan_breakdown_figure", "ranking_html"]
 
@@ -60,8 +61,8 @@ def plan_breakdown_figure(plans, gpu_memory_gb: float, title: str = ""):
     ax_m.axvline(gpu_memory_gb, color="black", ls="--", label=f"{gpu_memory_gb:g} GB GPU")
     ax_m.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3,
                 frameon=False)
-    ax_t.set(title="Step time by part", xlabel="seconds per step")
-    ax_m.set(title="Memory per GPU by part", xlabel="GB (1e9 bytes)")
+    ax_t.set(title=tr("Step time by part"), xlabel=tr("seconds per step"))
+    ax_m.set(title=tr("Memory per GPU by part"), xlabel=tr("GB (1e9 bytes)"))
     ax_m.set_yticklabels([])
     if title:
         fig.suptitle(title)
@@ -74,10 +75,10 @@ def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
     one_of("model", model, MODELS)
     one_of("cluster", cluster, CLUSTERS)
     positive_int("global_batch", global_batch, "pass the global batch in sequences, e.g. 512.")
-    model_w = widgets.Dropdown(options=list(MODELS), value=model, description="model")
-    cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description="cluster",
+    model_w = widgets.Dropdown(options=list(MODELS), value=model, description=tr("model"))
+    cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description=tr("cluster"),
                                  layout=widgets.Layout(width="360px"))
-    batch_w = widgets.IntText(value=global_batch, description="batch (seqs)")
+    batch_w = widgets.IntText(value=global_batch, description=tr("batch (seqs)"))
     table = widgets.HTML()
     out = widgets.Output()
 
@@ -93,7 +94,7 @@ def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
                 display(fig)
                 plt.close(fig)
             else:
-                print("No configuration fits: more GPUs, a smaller batch or more GPU memory.")
+                print(tr("No configuration fits: more GPUs, a smaller batch or more GPU memory."))
         box.last_plans = feasible
 
     for w in (model_w, cluster_w, batch_w):

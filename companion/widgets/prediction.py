@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..learning.predict import Prediction, predict
+from ..i18n import _
 from ._base import guarded, showing
 
 __all__ = ["prediction"]
@@ -45,25 +46,27 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
     """An input for the student's prediction, locked in with a button."""
     model = predict(question, unit=unit, choices=choices)
     if model.choices is not None:
-        field = widgets.Dropdown(options=[("choose ...", None)] + [(str(c), c) for c in
+        field = widgets.Dropdown(options=[(_("choose ..."), None)] + [(_(str(c)), c) for c in
                                                                    model.choices],
                                  value=None, description="")
     else:
-        field = widgets.Text(value="", placeholder="your number", description="",
+        field = widgets.Text(value="", placeholder=_("your number"), description="",
                              layout=widgets.Layout(width="12em"))
-    button = widgets.Button(description="Lock in", button_style="primary")
+    button = widgets.Button(description=_("Lock in"), button_style="primary")
     status = widgets.Output()
-    label = f"<b>Predict:</b> {question}" + (f" <i>({unit})</i>" if unit else "")
+    # The question is the notebook's (English) code; messages.NOTEBOOK_ZH_CN translates it.
+    label = _("<b>Predict:</b> {question}").format(question=_(question)) + (
+        f" <i>({_(unit)})</i>" if unit else "")
 
     @guarded(status)   # a typo (ValueError) shows as "Invalid input: ...", not a traceback
-    def lock(_):
+    def lock(_click):
         if field.value in (None, ""):
-            raise ValueError("type or choose your prediction first")
+            raise ValueError(_("type or choose your prediction first"))
         model.lock(field.value)
         field.disabled = button.disabled = True
         with showing(status):
-            print(f"Locked in: {model.value!r}" + (f" {unit}" if unit else "")
-                  + ". Now run the cells below.")
+            print(_("Locked in: {value}").format(value=repr(model.value))
+                  + (f" {_(unit)}" if unit else "") + _(". Now run the cells below."))
 
     button.on_click(lock)
     box = PredictionBox(model, [widgets.HTML(label), widgets.HBox([field, button]), status])

@@ -24,6 +24,7 @@ import numpy as np
 from .. import hardware, planner, roofline
 from ..validation import positive_int, positive_number
 from ._base import guarded, showing
+from ..i18n import gettext as tr
 
 __all__ = ["roofline_explorer"]
 
@@ -66,12 +67,12 @@ def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: i
         for v in measured_point:
             positive_number("measured_point", v, "both coordinates are positive numbers.")
 
-    m_dd = W.Dropdown(options=sorted(planner.MODELS), value=model, description="model")
-    c_dd = W.Dropdown(options=sorted(hardware.ACCELERATORS), value=chip, description="chip")
-    n_dd = W.Dropdown(options=_DEVICES, value=devices, description="devices N")
+    m_dd = W.Dropdown(options=sorted(planner.MODELS), value=model, description=tr("model"))
+    c_dd = W.Dropdown(options=sorted(hardware.ACCELERATORS), value=chip, description=tr("chip"))
+    n_dd = W.Dropdown(options=_DEVICES, value=devices, description=tr("devices N"))
     b_sl = W.FloatLogSlider(value=batch_tokens, base=2, min=13, max=27, step=0.5,
-                            description="batch (tok)", readout_format=".3g")
-    x_dd = W.Dropdown(options=[], description="FSDP X")
+                            description=tr("batch (tok)"), readout_format=".3g")
+    x_dd = W.Dropdown(options=[], description=tr("FSDP X"))
     text, out = W.HTML(), W.Output()
     box = W.VBox([W.HBox([m_dd, c_dd]), W.HBox([n_dd, x_dd]), b_sl, text, out])
     box.values, quiet = {}, [False]
@@ -113,21 +114,21 @@ def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: i
         with showing(out):
             fig, ax = plt.subplots(figsize=(8, 4.2))
             xs = per / alpha
-            ax.axhspan(1, 1e4, color="#F4C7C3", alpha=0.5, label="communication-bound")
-            ax.plot(xs, fsdp, label="pure FSDP (X = N)")
-            ax.plot(xs, best, "--", label="best FSDP x TP split")
+            ax.axhspan(1, 1e4, color="#F4C7C3", alpha=0.5, label=tr("communication-bound"))
+            ax.plot(xs, fsdp, label=tr("pure FSDP (X = N)"))
+            ax.plot(xs, best, "--", label=tr("best FSDP x TP split"))
             ax.plot(xs, mine, label=f"your split X = {x}, Y = {n // x}")
-            ax.plot([b / n / alpha], [ratio], "o", color="black", label="your batch")
+            ax.plot([b / n / alpha], [ratio], "o", color="black", label=tr("your batch"))
             pc = planner_choice or {}
             if pc and (pc.get("model"), pc.get("chip"), pc.get("devices")) == (spec.name, chip_, n):
                 r = _ratio(pc["batch_tokens"], spec, chip_, n, pc["x"])[0]
                 ax.plot([pc["batch_tokens"] / n / alpha], [r], "*", ms=14, color="#2C7BB6",
                         label=f"planner: X = {pc['x']}, Y = {pc['y']}")
             if measured_point:
-                ax.plot(*measured_point, "D", color="#D7191C", label="measured on this CPU")
+                ax.plot(*measured_point, "D", color="#D7191C", label=tr("measured on this CPU"))
             ax.set(xscale="log", yscale="log", ylim=(1e-2, 1e2),
-                   xlabel="tokens per device / (C / W)  (1 = FSDP's critical tokens)",
-                   ylabel="communication / compute (one layer)")
+                   xlabel=tr("tokens per device / (C / W)  (1 = FSDP's critical tokens)"),
+                   ylabel=tr("communication / compute (one layer)"))
             ax.axhline(1, color="black", lw=0.8)
             ax.legend(fontsize=8, loc="upper right")
             ax.set_title(f"{spec.name}, {n:,} x {chip_}")

@@ -19,6 +19,7 @@ from ..plotting import rank_colors
 from ..units import GB
 from ._base import frame_player, guarded, showing
 from ..validation import divides, positive_int
+from ..i18n import gettext as tr
 
 __all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
            "grid_player", "activation_memory_explorer"]
@@ -117,8 +118,8 @@ def draw_split(kind: str, tp: int, ax=None, d_model: int = 8, d_ff: int = 16, n_
             ax.text(d_model / 2 - 0.5, i * d_model + d_model / 2 - 0.5, name, ha="center",
                     va="center", fontsize=14, bbox=dict(facecolor="white", alpha=0.8))
     ax.set_title(title, fontsize=12)
-    ax.set_xlabel("input feature")
-    ax.set_ylabel("output feature")
+    ax.set_xlabel(tr("input feature"))
+    ax.set_ylabel(tr("output feature"))
     ax.grid(False)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in rank_colors(tp)]
     ax.legend(handles, [f"rank {r}" for r in range(tp)], loc="upper left",
@@ -131,8 +132,8 @@ def tp_split_explorer():
     ``.tp`` are the controls and ``.last_title`` what is drawn now."""
     kind = W.Dropdown(options=[("fc1: column split", "column"), ("fc2: row split", "row"),
                                ("fused qkv: split by heads", "qkv")], value="column",
-                      description="layer")
-    tp = W.IntSlider(value=2, min=1, max=8, description="t (TP size)")
+                      description=tr("layer"))
+    tp = W.IntSlider(value=2, min=1, max=8, description=tr("t (TP size)"))
     out = W.Output()
     box = W.VBox([W.HBox([kind, tp]), out])
 
@@ -206,9 +207,9 @@ def draw_grid(frame: dict, n_ranks: int, ax=None):
                     va="center", fontsize=10)
         ax.set_xticks(range(grid.shape[1]))
         ax.set_yticks(range(grid.shape[0]))
-    ax.set_title(frame["title"], fontsize=12)
-    ax.set_xlabel(frame["xlabel"])
-    ax.set_ylabel(frame["ylabel"])
+    ax.set_title(tr(frame["title"]), fontsize=12)   # frames are data; translated when drawn
+    ax.set_xlabel(tr(frame["xlabel"]))
+    ax.set_ylabel(tr(frame["ylabel"]))
     ax.grid(False)
     return ax
 
@@ -230,8 +231,8 @@ def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int =
     divides("hidden", hidden, heads, "heads", "pick a head count that divides hidden.")
     from ..memory import activation_memory_per_layer as amp
 
-    seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description="seq len")
-    tp = W.Dropdown(options=[1, 2, 4, 8], value=8, description="t (TP size)")
+    seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description=tr("seq len"))
+    tp = W.Dropdown(options=[1, 2, 4, 8], value=8, description=tr("t (TP size)"))
     out = W.Output()
     box = W.VBox([W.HBox([seq, tp]), out])
 
@@ -246,7 +247,7 @@ def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int =
         with showing(out):
             fig, ax = plt.subplots(figsize=(8, 4))
             ax.bar(list(values), [v / GB for v in values.values()], color=rank_colors(4))
-            ax.set_ylabel("activation memory per layer (GB)")
+            ax.set_ylabel(tr("activation memory per layer (GB)"))
             ax.set_title(f"one layer, h={hidden}, a={heads}, b={batch}, s={seq.value}, t={tp.value}")
             plt.show()
             plt.close(fig)

@@ -24,6 +24,7 @@ import math
 from ..plotting import OKABE_ITO
 from ..units import fmt_bytes, fmt_seconds
 from ._base import frame_player
+from ..i18n import gettext as tr
 
 __all__ = ["topology_player", "draw_topology"]
 
@@ -209,4 +210,4 @@ def topology_player(cluster, messages, frames: int = 24, title: str = "", figsiz
                      f"{shown['in_flight']} in flight; delivered: {done or 'nothing yet'}",
                      fontsize=10)
 
-    return frame_player(frames, draw, figsize=figsize, description="time")
+    return frame_player(frames, draw, figsize=figsize, description=tr("time"))

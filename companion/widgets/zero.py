@@ -17,6 +17,7 @@ import ipywidgets as W
 
 from .. import memory as M
 from ..units import GB
+from ..i18n import gettext as tr
 from ._base import guarded
 from ..validation import one_of, positive_int, positive_number
 
@@ -69,16 +70,16 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
     presets = {"custom": None, "ZeRO paper 7.5B": 7.5e9}
     presets.update({name: M.transformer_params(**cfg) for name, cfg in M.MODEL_CONFIGS.items()})
     preset = W.Dropdown(options=list(presets), value="ZeRO paper 7.5B"
-                        if params_b == 7.5 else "custom", description="model")
+                        if params_b == 7.5 else "custom", description=tr("model"))
     size = W.BoundedFloatText(value=params_b, min=0, max=1e6, step=0.1,
-                              description="params (B)")
-    n = W.BoundedIntText(value=gpus, min=0, max=1_000_000, description="GPUs (N)")
+                              description=tr("params (B)"))
+    n = W.BoundedIntText(value=gpus, min=0, max=1_000_000, description=tr("GPUs (N)"))
     st = W.Dropdown(options=[(name, i) for i, name in enumerate(_STAGE_NAMES)], value=stage,
-                    description="stage")
-    prec = W.Dropdown(options=list(M.PRECISIONS), value=precision, description="precision")
-    opt = W.Dropdown(options=list(M.OPTIMIZERS), value=optimizer, description="optimizer")
-    mem = W.BoundedFloatText(value=gpu_memory_gb, min=0, max=1e5, description="GPU GB")
-    gpu = W.Dropdown(options=["custom"] + list(_GPUS), value="custom", description="GPU")
+                    description=tr("stage"))
+    prec = W.Dropdown(options=list(M.PRECISIONS), value=precision, description=tr("precision"))
+    opt = W.Dropdown(options=list(M.OPTIMIZERS), value=optimizer, description=tr("optimizer"))
+    mem = W.BoundedFloatText(value=gpu_memory_gb, min=0, max=1e5, description=tr("GPU GB"))
+    gpu = W.Dropdown(options=["custom"] + list(_GPUS), value="custom", description=tr("GPU"))
     image, text, output = W.Image(format="png"), W.HTML(), W.Output()
 
     @guarded(output)
@@ -94,8 +95,8 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
     @guarded(output)
     def redraw(change=None):
         if size.value <= 0 or n.value <= 0 or mem.value <= 0:
-            raise ValueError("model size, GPU count and GPU memory must be positive; "
-                             "type a number above zero.")
+            raise ValueError(tr("model size, GPU count and GPU memory must be positive; "
+                                "type a number above zero."))
         num = int(round(size.value * 1e9))
         kw = dict(precision=prec.value, optimizer=opt.value)
         rows = [M.zero_memory_per_gpu(num, n.value, s, **kw) for s in range(4)]
@@ -109,36 +110,40 @@ def zero_memory(params_b: float = 7.5, gpus: int = 64, stage: int = 3,
             bottom = [0.0] * 4
             for part, color in zip(_PARTS, OKABE_ITO):
                 values = [r[part] / GB for r in rows]
-                ax.bar(range(4), values, bottom=bottom, color=color, label=_PART_LABELS[part])
+                ax.bar(range(4), values, bottom=bottom, color=color, label=tr(_PART_LABELS[part]))
                 bottom = [b + v for b, v in zip(bottom, values)]
             for s, r in enumerate(rows):
                 fits = r["total"] <= limit
                 ax.text(s, r["total"] / GB, f"{r['total'] / GB:,.1f} GB\n"
-                        + ("fits" if fits else "does not fit"), ha="center", va="bottom",
+                        + (tr("fits") if fits else tr("does not fit")), ha="center", va="bottom",
                         color="black" if fits else OKABE_ITO[3],
                         fontweight="bold" if s == st.value else "normal")
             ax.axhline(mem.value, color="black", linestyle="--",
-                       label=f"GPU memory {mem.value:g} GB")
+                       label=tr("GPU memory {gb} GB").format(gb=f"{mem.value:g}"))
             ax.set_xticks(range(4), [("> " if s == st.value else "") + name
                                      for s, name in enumerate(_STAGE_NAMES)])
-            ax.set_ylabel("model states per GPU (GB)")
+            ax.set_ylabel(tr("model states per GPU (GB)"))
             ax.set_ylim(0, max(max(bottom), mem.value) * 1.3)
-            ax.set_title(f"{num / 1e9:,.2f}B parameters on N = {n.value} GPUs, {prec.value} "
-                         f"{opt.value}")
+            ax.set_title(tr("{billions}B parameters on N = {n} GPUs, {precision} {optimizer}"
+                            ).format(billions=f"{num / 1e9:,.2f}", n=n.value,
+                                     precision=prec.value, optimizer=opt.value))
             ax.legend(loc="upper right", fontsize=10)
             return fig
 
         _render(image, output, draw)
         per = M.bytes_per_param(**kw)
         chosen = rows[st.value]
-        lines = [f"{per['params']} + {per['grads']} + {per['optimizer']} = "
-                 f"{sum(per.values())} bytes per parameter before sharding.",
-                 f"{_STAGE_NAMES[st.value]}: {chosen['total'] / GB:,.2f} GB per GPU "
-                 f"({'fits' if chosen['total'] <= limit else 'does not fit'} in {mem.value:g} GB).",
-                 "Largest model that fits (weights + gradients + optimizer state only):"]
+        fits = tr("fits") if chosen["total"] <= limit else tr("does not fit")
+        lines = [tr("{params} + {grads} + {optimizer} = {total} bytes per parameter before "
+                    "sharding.").format(**per, total=sum(per.values())),
+                 tr("{stage}: {gb} GB per GPU ({fits} in {limit} GB).").format(
+                     stage=_STAGE_NAMES[st.value], gb=f"{chosen['total'] / GB:,.2f}",
+                     fits=fits, limit=f"{mem.value:g}"),
+                 tr("Largest model that fits (weights + gradients + optimizer state only):")]
         for s, name in enumerate(_STAGE_NAMES):
             biggest = M.max_params_that_fit(limit, n.value, s, **kw)
-            lines.append(f"  {name:>14}: {biggest / 1e9:,.1f}B parameters")
+            lines.append(f"  {name:>14}: " + tr("{billions}B parameters").format(
+                billions=f"{biggest / 1e9:,.1f}"))
         text.value = _pre(lines)
 
     preset.observe(on_preset, "value")
@@ -164,22 +169,22 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
         positive_int(name, value, f"pass a whole number such as {name}=8.")
     one_of("tp", tp, (1, 2, 4, 8, 16, 32, 64), "the TP degree is a power of two up to 64.")
     one_of("recompute", recompute, ("none", "selective", "full"))
-    s = W.BoundedIntText(value=seq_len, min=0, max=10_000_000, description="seq len s")
-    b = W.BoundedIntText(value=batch, min=0, max=100_000, description="batch b")
-    h = W.BoundedIntText(value=hidden, min=0, max=1_000_000, description="hidden h")
-    a = W.BoundedIntText(value=heads, min=0, max=10_000, description="heads a")
-    t = W.Dropdown(options=[1, 2, 4, 8, 16, 32, 64], value=tp, description="TP degree t")
-    sp = W.Checkbox(value=sequence_parallel, description="sequence parallel")
+    s = W.BoundedIntText(value=seq_len, min=0, max=10_000_000, description=tr("seq len s"))
+    b = W.BoundedIntText(value=batch, min=0, max=100_000, description=tr("batch b"))
+    h = W.BoundedIntText(value=hidden, min=0, max=1_000_000, description=tr("hidden h"))
+    a = W.BoundedIntText(value=heads, min=0, max=10_000, description=tr("heads a"))
+    t = W.Dropdown(options=[1, 2, 4, 8, 16, 32, 64], value=tp, description=tr("TP degree t"))
+    sp = W.Checkbox(value=sequence_parallel, description=tr("sequence parallel"))
     rc = W.Dropdown(options=["none", "selective", "full"], value=recompute,
-                    description="recompute")
-    L = W.BoundedIntText(value=layers, min=0, max=10_000, description="layers L")
+                    description=tr("recompute"))
+    L = W.BoundedIntText(value=layers, min=0, max=10_000, description=tr("layers L"))
     image, text, output = W.Image(format="png"), W.HTML(), W.Output()
 
     @guarded(output)
     def redraw(change=None):
         if min(s.value, b.value, h.value, a.value, L.value) <= 0:
-            raise ValueError("sequence, batch, hidden, heads and layers must be positive; "
-                             "type a number above zero.")
+            raise ValueError(tr("sequence, batch, hidden, heads and layers must be positive; "
+                                "type a number above zero."))
         args = (s.value, b.value, h.value, a.value)
         variants = [("no parallelism", dict(tp=1)),
                     (f"TP t={t.value}", dict(tp=t.value)),
@@ -199,20 +204,21 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
             fig, ax = plt.subplots(figsize=(9, 4))
             colors = [OKABE_ITO[1] if v == chosen else OKABE_ITO[0] for v in values]
             ax.barh(range(len(values)), [v / GB for v in values], color=colors)
-            ax.set_yticks(range(len(values)), [name for name, _ in variants])
+            ax.set_yticks(range(len(values)), [tr(name) for name, _ in variants])
             ax.invert_yaxis()
             for i, v in enumerate(values):
                 ax.text(v / GB, i, f" {v / GB:,.2f}", va="center")
-            ax.set_xlabel("activation memory per layer per GPU (GB)")
+            ax.set_xlabel(tr("activation memory per layer per GPU (GB)"))
             ax.set_title(f"s={s.value}, b={b.value}, h={h.value}, a={a.value}: 5as/h = "
                          f"{5 * a.value * s.value / h.value:,.1f} vs 34")
             ax.set_xlim(0, max(values) / GB * 1.25)
             return fig
 
         _render(image, output, draw)
-        text.value = _pre([f"selected (t={t.value}, SP={sp.value}, recompute={rc.value}): "
-                           f"{chosen / GB:,.3f} GB per layer, "
-                           f"{chosen * L.value / GB:,.1f} GB for {L.value} layers"])
+        text.value = _pre([tr("selected (t={t}, SP={sp}, recompute={rc}): {gb} GB per layer, "
+                              "{total} GB for {layers} layers").format(
+            t=t.value, sp=sp.value, rc=rc.value, gb=f"{chosen / GB:,.3f}",
+            total=f"{chosen * L.value / GB:,.1f}", layers=L.value)])
 
     for control in (s, b, h, a, t, sp, rc, L):
         control.observe(redraw, "value")

@@ -1,0 +1,100 @@
+"""Strings that the notebooks' code (English, shared by every edition) passes to the
+package, in Simplified Chinese: prediction questions, units and choices (issue #21).
+Looked up like :mod:`.messages`; tests/test_translations.py checks that every literal
+question, unit and choice of every notebook has an entry and that each key is still used.
+Questions a cell builds with an f-string stay English (their text is computed there).
+"""
+
+# Strings that a notebook's (English, shared) code passes to the package: prediction
+# questions and units. Looked up like the messages above; tests/test_translations.py
+# checks that each key still occurs in an English notebook's code, and that notebooks
+# 00 and 03 (the ones CI runs in Chinese) have all of theirs.
+NOTEBOOK_ZH_CN = {
+    "How many milliseconds from launch() to results for 8 ranks (a trivial all-reduce)?":
+        "对 8 个 rank 做一次简单的全规约，从调用 launch() 到拿到结果需要多少毫秒？",
+    "With N = 4 ranks, what number does rank 2 hold after the all-reduce?":
+        "N = 4 个 rank 时，全规约之后 rank 2 持有的数是多少？",
+    "How many bytes per parameter does each GPU keep for the five items above together?":
+        "上面五项加在一起，每个 GPU 为每个参数保存多少字节？",
+    "ZeRO-3 / FSDP: how many times the parameter bytes does each rank send per step "
+    "(DDP: 2)?":
+        "ZeRO-3 / FSDP：每一步每个 rank 发送的字节数是参数字节数的多少倍（DDP 为 2）？",
+    "ms": "毫秒",
+    "bytes": "字节",
+    "x the parameter bytes": "倍参数字节数",
+    "fraction": "比例",
+    # the other notebooks' literal questions, units and choices (f-string questions stay
+    # English: their text is computed in the cell)
+    "Every rank holds a 16-byte tensor (4 floats) and there are 4 ranks. How many bytes "
+    "does the busiest rank send in the ring all-reduce?":
+        "共有 4 个 rank，每个 rank 持有一个 16 字节的张量（4 个浮点数）。在环形全规约中，"
+        "发送最多的 rank 要发送多少字节？",
+    "Recursive doubling on 4 ranks: how many tensors' worth of bytes does each rank send "
+    "in all?":
+        "4 个 rank 上的递归加倍：每个 rank 总共发送相当于多少个张量的字节数？",
+    "tensors": "个张量",
+    "At N = 8, the parameter server's busiest rank sends how many times as many bytes as a "
+    "rank of the ring all-reduce?":
+        "N = 8 时，参数服务器中最忙的 rank 发送的字节数是环形全规约中一个 rank 的多少倍？",
+    "On 4 ranks, above what tensor size is Rabenseifner's algorithm faster than recursive "
+    "doubling?":
+        "在 4 个 rank 上，张量大于多少时 Rabenseifner 算法比递归加倍更快？",
+    "times": "倍",
+    "GPipe with p = 8 stages and m = 24 micro-batches: what fraction of the time do the "
+    "stages idle?":
+        "GPipe，p = 8 个阶段、m = 24 个微批次：各阶段空闲的时间占多大比例？",
+    "p = 4, m = 8: 1F1B's bubble, compared with GPipe's, is ...":
+        "p = 4，m = 8：与 GPipe 相比，1F1B 的气泡……",
+    "smaller": "更小",
+    "the same": "相同",
+    "larger": "更大",
+    "p = 4, m = 8: at most how many micro-batches' activations does stage 0 hold at once "
+    "under 1F1B?":
+        "p = 4，m = 8：在 1F1B 下，阶段 0 同时最多保存多少个微批次的激活？",
+    "micro-batches": "个微批次",
+    "At its peak, DualPipeV holds ... micro-batches' activations as ZB-V":
+        "在峰值时，DualPipeV 保存的微批次激活与 ZB-V 相比……",
+    "fewer": "更少",
+    "as many": "一样多",
+    "more": "更多",
+    "4 transformer blocks on 4 ranks: how many times the bytes of the busiest pipeline "
+    "rank does one rank send under tensor parallelism?":
+        "4 个 transformer 块放在 4 个 rank 上：在张量并行下，一个 rank 发送的字节数是流水线"
+        "中最忙 rank 的多少倍？",
+    "One tensor-parallel transformer block (attention + MLP) on t=2 ranks: how many "
+    "all-reduces does each rank issue in one forward and one backward pass, together?":
+        "t=2 个 rank 上的一个张量并行 transformer 块（注意力 + MLP）：一次前向加一次反向，"
+        "每个 rank 一共发起多少次全规约？",
+    "all-reduces": "次全规约",
+    "Forget f (identity both ways). Compared with the single-process MLP, which results "
+    "are still right?":
+        "去掉 f（前向和反向都是恒等）。与单进程 MLP 相比，哪些结果仍然正确？",
+    "none": "都不对",
+    "the output only": "只有输出",
+    "the output and the weight gradients": "输出和权重梯度",
+    "everything": "全部",
+    "Plain TP (no SP) on t=4 ranks, for the block measured below: what fraction of the "
+    "single-process block's saved activations does one rank keep?":
+        "t=4 个 rank 上的普通张量并行（无序列并行），对下面测量的块：一个 rank 保存的激活"
+        "占单进程块的多大比例？",
+    "Which row of the ablation learns slowest: the lowest held-out accuracy averaged over "
+    "the whole run?":
+        "消融实验中哪一行学得最慢：整个训练过程平均的留出集准确率最低？",
+    "After warm-up, how many times fewer bytes than the dense fp32 gradient does a rank "
+    "send per step at 99.9% sparsity?":
+        "预热之后，在 99.9% 稀疏度下，一个 rank 每步发送的字节数比稠密 fp32 梯度少多少倍？",
+    "Plain DDP, Llama-3 70B with Adam in mixed precision: how many GB of model states per "
+    "GPU?":
+        "普通 DDP，Llama-3 70B，混合精度 Adam：每个 GPU 的模型状态有多少 GB？",
+    "Below how many tokens is an H100 bf16 matmul limited by memory bandwidth, not compute?":
+        "token 数少于多少时，H100 上的 bf16 矩阵乘法受内存带宽限制而不是受计算限制？",
+    "tokens": "个 token",
+    "The largest power-of-two TP degree at which Llama-3 70B's MLP stays compute-bound on "
+    "H100 NVLink?":
+        "在 H100 NVLink 上，Llama-3 70B 的 MLP 保持计算受限的最大 2 的幂 TP 度是多少？",
+    "Hierarchical vs flat ring all-reduce of 1 MB on the emulated 2 nodes x 2: how many "
+    "times faster is the hierarchical one?":
+        "在模拟的 2 个节点 x 2 上对 1 MB 做全规约：分层全规约比平坦环快多少倍？",
+    "times faster": "倍",
+    "x": "倍",
+}
