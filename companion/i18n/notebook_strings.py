@@ -97,4 +97,19 @@ NOTEBOOK_ZH_CN = {
         "在模拟的 2 个节点 x 2 上对 1 MB 做全规约：分层全规约比平坦环快多少倍？",
     "times faster": "倍",
     "x": "倍",
+    "At 512 rows per rank, what percentage of FSDP's exposed communication does prefetch "
+    "remove?":
+        "每个 rank 512 行时，预取去掉了 FSDP 暴露通信的百分之多少？",
+    "On 4 NVLinked GPUs, which plan does the solver pick for fc1 then fc2?":
+        "在 4 块以 NVLink 相连的 GPU 上，求解器为 fc1 和 fc2 依次选择哪种方案？",
+    "Megatron's MLP on 4 ranks under DTensor: how many all-reduces in the forward pass?":
+        "用 DTensor 在 4 个 rank 上运行 Megatron 的 MLP：前向传播中有几次全规约？",
+    "Llama-3.2 1B on 8 H100s: how much faster is Alpa's slicing than the best "
+    "equal-layers split?":
+        "Llama-3.2 1B 在 8 块 H100 上：Alpa 的阶段切分比最好的等层数切分快多少倍？",
+    "x (speed-up)": "倍（加速比）",
+    "DeepSeek-V3 on 2,048 H800s (EP 64, PP 16, DP 128): training tokens per GPU per "
+    "second?":
+        "DeepSeek-V3 在 2,048 块 H800 上（EP 64、PP 16、DP 128）：每块 GPU 每秒训练多少个 token？",
+    "tokens/s": "token/秒",
 }
