@@ -52,15 +52,21 @@ def overlap_table(batches, bandwidth, world_size):
 def crossover_table(strategy, batches, bandwidth, world_size):
     r = companion.launch(measure_crossover, strategy=strategy, batches=batches,
                          bandwidth_bytes_s=bandwidth, world_size=world_size, timeout=600)[0]
-    print(f"\n{strategy} crossover: CPU {r['flops_per_s'] / 1e9:.1f} GFLOP/s per rank during "
-          f"the steps (one matmul alone: {r['matmul_flops_per_s'] / 1e9:.1f}), link "
-          f"{bandwidth / 1e6:g} MB/s -> predicted T* = {r['predicted_batch']:.0f} rows per rank; "
-          f"measured (exposure within 10% of comm of the floor): {r['measured_batch']}")
-    print(f"(batches swept around the prediction from one matmul's rate: {[row['batch'] for row in r['rows']]})")
-    print(f"{'batch':>6} {'compute':>8} {'comm':>8} {'exposed':>8} {'GFLOP/s':>8}")
+    measured = r["measured_batch"]
+    print(f"\n{strategy} crossover: CPU {r['flops_per_s'] / 1e9:.1f} GFLOP/s on the slowest rank "
+          f"during the steps (one matmul alone: {r['matmul_flops_per_s'] / 1e9:.1f}), link "
+          f"{r['effective_bandwidth_bytes_s'] / 1e6:.0f} MB/s effective ({bandwidth / 1e6:g} "
+          f"emulated) -> predicted T* = {r['predicted_batch']:.0f} rows per rank "
+          f"({r['predicted_batch_nominal_link']:.0f} at the emulated rate); measured (knee of "
+          f"the exposure beyond the slowest rank): "
+          f"{'none' if measured is None else f'{measured:.0f}'}")
+    print(f"(batches swept{' after re-centring on the steps' if r['recentred'] else ''}: "
+          f"{[row['batch'] for row in r['rows']]})")
+    print(f"{'batch':>6} {'slowest':>8} {'comm':>8} {'exposed':>8} {'beyond':>8} {'GFLOP/s':>8}")
     for row in r["rows"]:
-        print(f"{row['batch']:>6} {_ms(row['compute_s'])} {_ms(row['comm_s'])} "
-              f"{_ms(row['exposed_s'])} {row['achieved_flops_per_s'] / 1e9:8.1f}")
+        print(f"{row['batch']:>6} {_ms(row['slowest_compute_s'])} {_ms(row['comm_s'])} "
+              f"{_ms(row['exposed_s'])} {_ms(row['slowest_exposed_s'])} "
+              f"{row['achieved_flops_per_s'] / 1e9:8.1f}")
 
 
 def main() -> None:
@@ -74,7 +80,7 @@ def main() -> None:
     print(f"{args.world_size} ranks, emulated link {args.bandwidth / 1e6:g} MB/s per direction; "
           "times in ms (medians of 2 steps per rank, averaged over ranks)")
     overlap_table(batches, args.bandwidth, args.world_size)
-    sweep = None  # T*/4 .. 2 T* from this CPU's matmul rate (measure_crossover)
+    sweep = None  # 0.35 .. 2 T*, a factor sqrt(2) apart (measure_crossover)
     for strategy in ("ddp",) if args.quick else ("ddp", "fsdp"):
         crossover_table(strategy, sweep, args.bandwidth, args.world_size)
 

@@ -290,6 +290,7 @@ CASES = [
     Case("predicted_crossover/world_size-one", OV.predicted_crossover, (1e10, 1e8, 1), {}, ValueError, "world_size"),
     Case("predicted_crossover/bandwidth-zero", OV.predicted_crossover, (1e10, 0.0, 4), {}, ValueError, "bandwidth_bytes_s"),
     Case("crossover_batch/empty", OV.crossover_batch, ([],), {}, ValueError, "rows"),
+    Case("crossover_batch/two-points", OV.crossover_batch, ([{"batch": 8, "exposed_s": 1.0}, {"batch": 16, "exposed_s": 0.5}],), {}, ValueError, "rows"),
     Case("slowest_rank_exposed/empty", OV.slowest_rank_exposed, ([],), {}, ValueError, "timelines"),
     Case("draw_overlap/not-timelines", OV.draw_overlap, (None, [{"rank": 0}]), {}, ValueError, "timelines"),
     Case("mlp_flops/batch-zero", OV.mlp_flops, (0, 64, 2), {}, ValueError, "batch"),

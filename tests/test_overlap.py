@@ -96,13 +96,23 @@ def test_ring_bytes_and_crossover_formula():
     assert mlp_flops(2, 8, 2) == 6 * 2 * (128 + 64 + 128) - 2 * 2 * 128
 
 
-def test_crossover_batch_is_where_exposure_reaches_the_floor():
-    rows = [{"batch": b, "exposed_s": e, "comm_s": 1.0}
-            for b, e in ((16, 0.9), (32, 0.6), (64, 0.25), (128, 0.2))]
-    assert crossover_batch(rows) == 64  # 0.25 <= 0.2 + 0.1 * 1.0
-    assert crossover_batch(rows, tolerance=0.01) is None
+def test_crossover_batch_is_the_knee_of_the_exposure():
+    # exposure = 0.2 + 0.01 * max(0, 100 - batch): falls linearly, meets its floor at 100
+    batches = (35, 50, 71, 100, 141, 200)
+    rows = [{"batch": b, "exposed_s": 0.2 + 0.01 * max(0, 100 - b)} for b in batches]
+    assert crossover_batch(rows) == pytest.approx(100, rel=0.01)  # not quantised to a point
+    knee_at_80 = [{"batch": b, "slowest_exposed_s": 0.2 + 0.01 * max(0, 80 - b)} for b in batches]
+    assert crossover_batch(knee_at_80, key="slowest_exposed_s") == pytest.approx(80, rel=0.01)
+    # one outlier moves the knee, not by a sweep step
+    rows[4]["exposed_s"] += 0.05
+    assert 85 < crossover_batch(rows) < 115
+    assert crossover_batch([{"batch": b, "exposed_s": 0.3} for b in batches]) is None  # flat
+    rising = [{"batch": b, "exposed_s": 0.001 * b} for b in batches]
+    assert crossover_batch(rising) is None
     with pytest.raises(ValueError, match="rows"):
         crossover_batch([])
+    with pytest.raises(ValueError, match="rows"):
+        crossover_batch(rows[:2])
 
 
 def _through_the_link():

@@ -6,14 +6,15 @@ and the Ultra-Scale Playbook's appendix on overlap.
 * :mod:`.comm`: :class:`Collectives`, what DDP and FSDP issue their collectives through,
   asynchronously, optionally behind an emulated link, optionally timed;
 * :mod:`.timeline`: one step split into compute and hidden / exposed communication;
-* :mod:`.runs`: DDP and FSDP steps on real ranks (:func:`measure_overlap`) and the batch
-  sweep that finds the crossover (:func:`measure_crossover`);
+* :mod:`.runs`: DDP and FSDP steps on real ranks (:func:`measure_overlap`);
+* :mod:`.crossover`: the batch sweep that finds the crossover (:func:`measure_crossover`)
+  and the roofline's prediction of it (:func:`predicted_crossover`);
 * :mod:`.plot`: those timelines drawn per rank (:func:`draw_overlap`), and the exposure
   that counts when ranks share cores (:func:`slowest_rank_exposed`).
 """
 from .comm import Collectives, ring_bytes
-from .runs import (crossover_batch, measure_crossover, measure_overlap, mlp_flops,
-                   predicted_crossover)
+from .runs import measure_overlap, mlp_flops
+from .crossover import crossover_batch, measure_crossover, predicted_crossover
 from .plot import draw_overlap, slowest_rank_exposed
 from .timeline import merge_spans, overlap_length, span_length, step_timeline
 
