@@ -141,10 +141,10 @@ def paired_rank(labels, d_model, n_layers, batch, seq_len, rounds, warmup):
 def bench_rank(strategies, d_model, n_layers, batch, seq_len, steps, warmup):
     """Runs inside every rank: each strategy in turn on a freshly built model (the
     benchmark passes one strategy per launch, so peaks are not shared)."""
-    from companion.data import CharCorpus, shard
+    from companion.data import CharCorpus
     from companion.zero_runs import _wrap, build_model
 
-    rank, n, dev = dist.get_rank(), dist.get_world_size(), companion.device()
+    dev = companion.device()
     corpus, out = CharCorpus(), {}
     if dev.type == "cpu":
         _rss_tracks_tensors()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import matplotlib
-import pytest
 
 from companion.planner import CLUSTERS, MODELS
 from companion.widgets import autoparallel_planner, search_5d

@@ -29,7 +29,7 @@ function is registered.
 """
 from __future__ import annotations
 
-from .schedules import Op, _interleave, _interleaved_order, _schedule, check_sizes
+from .schedules import Op, Schedule, _interleave, _interleaved_order, _schedule, check_sizes
 
 __all__ = ["looped_bfs", "interleaved_zb", "zb_v", "dualpipev"]
 

@@ -187,7 +187,6 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     parts = [model.stage_param_parts(s, pp, tp, True, ep, etp, stage_split) for s in range(pp)]
     busiest = max(range(pp), key=lambda s: sum(parts[s]))
     dense_params, expert_params = parts[busiest]
-    params_per_gpu = dense_params + expert_params
     wire = comm_bytes_per_step(model, dp, tp, pp, micro_batch, m, zero, ACT_BYTES, recompute,
                                cp=cp, ep=ep, etp=etp, split=stage_split)
 
