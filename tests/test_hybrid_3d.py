@@ -120,6 +120,7 @@ def test_predicted_bytes_without_ranks_match_the_run(megatron_1f1b):
                                       stage=r["coords"]["pp"]) == r["measured"]
 
 
+@pytest.mark.ci  # two more launches; the main 3D and EP runs above stay in make test
 @pytest.mark.parametrize("fn, world, kwargs", [
     (hybrid.train_dp_tp_pp, 4, dict(dp=1, tp=2, pp=2, microbatches=4, batch=8)),
     (hybrid.train_ep_dp, 4, dict(ep=4, dp=1)),

@@ -122,6 +122,7 @@ def test_gloo_listens_only_on_loopback():
         assert set(addresses) <= loopback, f"non-loopback listener: {addresses}"
 
 
+@pytest.mark.ci  # ~15 s: two Python processes each launching ranks; CI runs it
 def test_concurrent_launches_from_two_processes_do_not_collide():
     code = textwrap.dedent("""
         import torch, torch.distributed as dist, companion
@@ -192,6 +193,7 @@ def test_a_hang_past_timeout_gives_launch_timeout():
     assert time.perf_counter() - start < 10
 
 
+@pytest.mark.ci  # ~14 s: a child process interrupted mid-launch; CI runs it
 def test_keyboard_interrupt_stops_every_rank():
     # The child restores Python's own SIGINT handler, as a Jupyter kernel installs its own:
     # a process started in the background by a non-interactive shell (a CI runner, `cmd &`)

@@ -57,6 +57,7 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+@pytest.mark.ci  # ~15-20 s: two torchrun agents; CI runs it
 @pytest.mark.skipif(TORCHRUN is None, reason="torchrun is not installed next to this Python")
 def test_two_torchrun_agents_as_two_nodes(tmp_path):
     cmd = readme_command()

@@ -19,6 +19,9 @@ import time
 import nbformat
 import pytest
 
+# Executes a notebook as Voila does (~30 s); CI runs it, with the real-browser tests.
+pytestmark = pytest.mark.ci
+
 nbclient = pytest.importorskip("nbclient")
 from nbclient.output_widget import OutputWidget  # noqa: E402
 
