@@ -14,7 +14,7 @@ ONLY   ?=
 STUDENT_DIR ?= dist/student
 PYTEST_ARGS ?=
 # The real-browser tests re-run every notebook twice more (JupyterLab, then Voila): about
-# 14.5 minutes on top of 7.5. CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
+# 25 minutes on top of 9. CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
