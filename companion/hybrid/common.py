@@ -101,6 +101,30 @@ class TransformerStage(nn.Module):
         return self.head(self.ln_f(x)) if self.last else x
 
 
+def train_pipeline_stage(ddp: DDP, opt, ops, stage: int, pp: int, neighbour: dict, *,
+                         corpus, steps: int, batch: int, seed: int, dp_rank: int, dp: int,
+                         microbatches: int, loss_copies: int) -> tuple[list, int]:
+    """``steps`` SGD steps of one pipeline stage on its DP shard of each global batch
+    (notebooks 09 and 12's PP x DP and DP x TP x PP runs). Returns the losses, each the
+    mean over replicas, and the bytes this stage sent to its neighbours.
+
+    Only last-stage ranks hold a loss; ``loss_copies`` is how many of them hold each
+    replica's loss (dp, times tp when the TP ranks of a replica all compute it)."""
+    losses, sent_bytes = [], 0
+    for step in range(steps):
+        x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
+        mb_x = data.shard(x, dp_rank, dp).chunk(microbatches)
+        mb_y = data.shard(y, dp_rank, dp).chunk(microbatches)
+        opt.zero_grad()
+        loss_sum, sent = pipeline_step(ddp, ops, stage, pp, neighbour, mb_x, mb_y)
+        sent_bytes += sent
+        opt.step()
+        total = torch.tensor([loss_sum])
+        dist.all_reduce(total)
+        losses.append(total.item() / loss_copies)
+    return losses, sent_bytes
+
+
 def pipeline_step(ddp: DDP, ops, stage: int, pp: int, neighbour: dict, mb_x, mb_y) -> tuple:
     """Run one stage's part of a step: ``ops`` (its schedule's "F"/"B" list) on the
     micro-batches ``mb_x``/``mb_y``, activations and their gradients exchanged with the

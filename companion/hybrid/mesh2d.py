@@ -33,7 +33,7 @@ from ..models import TinyTransformer
 from ..pipeline import make_schedule
 from ..validation import positive_int, preflight
 from .common import (TRANSFORMER, TransformerStage, check_heads, check_mesh, check_reference,
-                     ledger_bytes, pipeline_step, transformer_reference)
+                     ledger_bytes, train_pipeline_stage, transformer_reference)
 
 __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp"]
 
@@ -126,18 +126,10 @@ def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     neighbour = {d: int(mesh.mesh[stage + d, dp_rank]) for d in (-1, 1) if 0 <= stage + d < pp}
-    losses, p2p_bytes = [], 0
-    for step in range(steps):
-        x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
-        mb_x = data.shard(x, dp_rank, dp).chunk(microbatches)
-        mb_y = data.shard(y, dp_rank, dp).chunk(microbatches)
-        opt.zero_grad()
-        loss_sum, sent = pipeline_step(ddp, sched.ops[stage], stage, pp, neighbour, mb_x, mb_y)
-        p2p_bytes += sent
-        opt.step()
-        total = torch.tensor([loss_sum])
-        dist.all_reduce(total)  # only last-stage ranks contribute: the mean over replicas
-        losses.append(total.item() / dp)
+    losses, p2p_bytes = train_pipeline_stage(
+        ddp, opt, sched.ops[stage], stage, pp, neighbour, corpus=corpus, steps=steps,
+        batch=batch, seed=seed, dp_rank=dp_rank, dp=dp, microbatches=microbatches,
+        loss_copies=dp)
     ref = transformer_reference(steps=steps, batch=batch, lr=lr, seed=seed, tie_weights=False)
     ref_piece = TransformerStage(ref["model"], stage, pp)
     return {"coords": (stage, dp_rank), "losses": losses, "ref_losses": ref["losses"],

@@ -41,7 +41,8 @@ from ..models import TinyTransformer
 from ..pipeline import make_schedule
 from ..validation import nonnegative_int, one_of, positive_int, preflight
 from .common import (TRANSFORMER, TransformerStage, check_heads, check_mesh, check_reference,
-                     ledger_bytes, pipeline_step, transformer_reference, transformer_spec)
+                     ledger_bytes, train_pipeline_stage, transformer_reference,
+                     transformer_spec)
 from .mesh2d import parallelize_dp_tp
 
 __all__ = ["train_dp_tp_pp", "predicted_bytes", "MEGATRON_ORDER"]
@@ -153,21 +154,12 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     sched = make_schedule(schedule, pp, microbatches)
     neighbour = {d: global_rank(pp=stage + d) for d in (-1, 1) if 0 <= stage + d < pp}
-    losses, p2p_bytes = [], 0
     with comm_log.recording() as log:
-        for step in range(steps):
-            x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
-            mb_x = data.shard(x, dp_rank, dp).chunk(microbatches)
-            mb_y = data.shard(y, dp_rank, dp).chunk(microbatches)
-            opt.zero_grad()
-            loss_sum, sent = pipeline_step(ddp, sched.ops[stage], stage, pp, neighbour, mb_x, mb_y)
-            p2p_bytes += sent
-            opt.step()
-            total = torch.tensor([loss_sum])
-            # Only the last stage's dp x tp ranks contribute, and the tp copies of one
-            # replica's loss are equal: dividing by dp * tp leaves the replicas' mean.
-            dist.all_reduce(total)
-            losses.append(total.item() / (dp * tp))
+        # The tp copies of one replica's loss are equal: dp * tp copies in all.
+        losses, p2p_bytes = train_pipeline_stage(
+            ddp, opt, sched.ops[stage], stage, pp, neighbour, corpus=corpus, steps=steps,
+            batch=batch, seed=seed, dp_rank=dp_rank, dp=dp, microbatches=microbatches,
+            loss_copies=dp * tp)
     seconds = time.perf_counter() - start
     # A degree of 1 runs its collectives on a group of one: the logs count the calls
     # but no byte leaves the rank.
