@@ -22,7 +22,7 @@ import torch.distributed as dist
 from .. import hardware, planner, roofline
 from .exercise import Exercise, register
 from .feedback import defined_at as _defined_at
-from .patterns import all_of, counts, only
+from .patterns import all_of, counts, only, per_rank, summary
 
 _H100, _A100 = hardware.accelerator("H100"), hardware.accelerator("A100")
 _NV, _IB = roofline.collective_bandwidth("H100", False), roofline.collective_bandwidth("H100", True)
@@ -64,6 +64,10 @@ def _answer_fsdp(candidate, problems):
 _NO_RULES = {f"companion.roofline.rules.{n}": "it is the package's rule; derive it here"
              for n in ("dp_critical_tokens", "tp_max_degree", "fsdp_tp_split",
                        "fsdp_tp_best_degrees", "fsdp_tp_min_tokens", "layer_times")}
+# The worked problems are arithmetic: any collective at all (the old pattern allowed an
+# all-reduce) means the answer was fetched rather than computed.
+_NO_MESSAGES = per_rank(lambda rank, world_size, calls: (
+    f"called {summary(calls)}; this is arithmetic: no message is needed") if calls else None)
 
 FSDP_BOUND = register(Exercise(
     id="10.fsdp-bound", level="warm-up",
@@ -86,7 +90,7 @@ FSDP_BOUND = register(Exercise(
     inputs=_problems(FSDP_PROBLEMS), reference=fsdp_verdict_reference, adapter=_answer_fsdp,
     forbidden={"companion.learning.nb10.fsdp_verdict_reference":
                "it is the package's solution to this exercise", **_NO_RULES},
-    pattern=only("all_reduce", why="this is arithmetic: no message is needed"),
+    pattern=_NO_MESSAGES,
     world_size=1, rtol=1e-9, timeout=20.0,
 ))
 
@@ -133,7 +137,7 @@ TP_LIMIT = register(Exercise(
     inputs=_problems(TP_PROBLEMS), reference=largest_tp_reference, adapter=_answer_tp,
     forbidden={"companion.learning.nb10.largest_tp_reference":
                "it is the package's solution to this exercise", **_NO_RULES},
-    pattern=only("all_reduce", why="this is arithmetic: no message is needed"),
+    pattern=_NO_MESSAGES,
     world_size=1, timeout=20.0,
 ))
 
@@ -179,7 +183,7 @@ FSDP_TP_SPLIT = register(Exercise(
     inputs=_problems(SPLIT_PROBLEMS), reference=split_reference, adapter=_answer_split,
     forbidden={"companion.learning.nb10.split_reference":
                "it is the package's solution to this exercise", **_NO_RULES},
-    pattern=only("all_reduce", why="this is arithmetic: no message is needed"),
+    pattern=_NO_MESSAGES,
     world_size=1, timeout=20.0,
 ))
 
