@@ -51,8 +51,9 @@ ZH_CN = {
         "rank {rank}：你的代码原地修改了输入，调用者的张量也随之改变。请在副本上操作"
         "（x.clone()）。",
     "rank {rank}: the result {problem}.{where}": "rank {rank}：结果{problem}。{where}",
-    "the values are right, but the communication is not the pattern asked for: {problem}":
-        "数值正确，但通信方式不是题目要求的模式：{problem}",
+    "the values are right, but the communication is not the pattern asked for: "
+    "{problem}.{where}":
+        "数值正确，但通信方式不是题目要求的模式：{problem}。{where}",
     "{n} real rank": "{n} 个真实 rank",
     "{n} real ranks": "{n} 个真实 rank",
     "{id} passed on {ranks}: values equal the reference; rank 0's communication: "

@@ -201,9 +201,10 @@ class Exercise:
         if self.pattern is not None:
             problem = self.pattern(calls, self.world_size)
             if problem:
+                # Like a wrong value, a wrong pattern points at the student's code.
                 return Verdict("pattern", _("the values are right, but the communication "
-                                            "is not the pattern asked for: {problem}"
-                                            ).format(problem=problem))
+                                            "is not the pattern asked for: {problem}.{where}"
+                                            ).format(problem=problem, where=where))
         ranks = (_("{n} real rank") if self.world_size == 1 else _("{n} real ranks")).format(
             n=self.world_size)
         return Verdict("passed", _("{id} passed on {ranks}: values equal the reference; "

@@ -26,7 +26,6 @@ from ..collectives.traffic import exchange
 from . import nb09
 from .exercise import Exercise, register
 from .feedback import defined_at
-from .verdict import Verdict
 from .patterns import all_of, only
 
 _P2P_SEND = ("send", "isend")
@@ -35,17 +34,6 @@ _P2P_RECV = ("recv", "irecv")
 
 def _node(rank: int, ranks_per_node: int) -> int:
     return rank // ranks_per_node
-
-
-class _WhereExercise(Exercise):
-    """An exercise whose pattern verdict also names where the student's function is
-    defined (the byte counts point at a phase of it)."""
-
-    def _judge(self, candidate):
-        verdict = super()._judge(candidate)
-        if verdict.kind == "pattern":
-            return Verdict("pattern", verdict.message + "." + defined_at(candidate))
-        return verdict
 
 
 # ---- 11.swap ----------------------------------------------------------------------------
@@ -84,7 +72,7 @@ def _swap_pattern(calls_per_rank, world_size):
     return None
 
 
-SWAP = register(_WhereExercise(
+SWAP = register(Exercise(
     id="11.swap", level="warm-up", title="swap with your twin on the other node",
     student_name="my_swap",
     task=f"{SWAP_NODES} nodes x {SWAP_K} ranks, numbered node by node (ranks 0, 1 on node 0; "
@@ -174,7 +162,7 @@ def _hier_pattern(calls_per_rank, world_size):
     return None
 
 
-HIERARCHICAL = register(_WhereExercise(
+HIERARCHICAL = register(Exercise(
     id="11.hierarchical", level="core", title="the hierarchical all-reduce",
     student_name="my_hierarchical_all_reduce",
     task=f"{HIER_NODES} nodes x {HIER_K} ranks (numbered node by node). Write "
