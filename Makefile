@@ -65,16 +65,16 @@ lab: $(STAMP)
 
 # The Chinese edition, generated from the English notebooks and translations/zh-CN/*.json.
 translations: $(STAMP)
-	$(BIN)/python -m companion.i18n.build
+	$(BIN)/python -m companion.tools.i18n_build
 
 translations-check: $(STAMP)
-	$(BIN)/python -m companion.i18n.build --check
+	$(BIN)/python -m companion.tools.i18n_build --check
 
 # Without NB: the whole course behind a landing page made from the notebooks' own headers
-# (companion/present). With NB: one notebook, as before.
+# (companion/tools/present). With NB: one notebook, as before.
 present: $(STAMP)
 ifeq ($(strip $(NB)),)
-	$(BIN)/python -m companion.present serve --port $(PORT) --preheat "$(PREHEAT)"
+	$(BIN)/python -m companion.tools.present serve --port $(PORT) --preheat "$(PREHEAT)"
 else
 	@nb=$$(ls notebooks/$(NB)_*.ipynb 2>/dev/null | head -1); \
 	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make present NB=03"; exit 2; fi; \
@@ -84,15 +84,15 @@ endif
 
 # Static HTML of every executed notebook (executed into $(SITE_DIR)/executed, never in place).
 site: $(STAMP)
-	$(BIN)/python -m companion.present site --out $(SITE_DIR) $(if $(strip $(ONLY)),--only "$(ONLY)",)
+	$(BIN)/python -m companion.tools.present site --out $(SITE_DIR) $(if $(strip $(ONLY)),--only "$(ONLY)",)
 
-# Slides: Voila's reveal template, with reveal.js's CSS from companion/slides/ so that
+# Slides: Voila's reveal template, with reveal.js's CSS from companion/tools/slides/ so that
 # nothing is fetched from the internet; cells run on load as for `make present`.
 slides: $(STAMP)
 	@nb=$$(ls notebooks/$(NB)_*.ipynb 2>/dev/null | head -1); \
 	if [ -z "$$nb" ]; then echo "no notebook notebooks/$(NB)_*.ipynb; use e.g. make slides NB=03"; exit 2; fi; \
 	echo "slides of $$nb (Space: next, Shift+Space: back, Esc: overview; Ctrl-C to stop)"; \
-	$(BIN)/python -m companion.slides --present "$$nb" --Voila.ip=127.0.0.1
+	$(BIN)/python -m companion.tools.slides --present "$$nb" --Voila.ip=127.0.0.1
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
@@ -125,7 +125,7 @@ gpu-check: $(STAMP)
 
 # The student release: nbgrader-marked solutions replaced by `raise NotImplementedError()`.
 student: $(STAMP)
-	$(BIN)/python -m companion.learning.release notebooks $(STUDENT_DIR)
+	$(BIN)/python -m companion.tools.release notebooks $(STUDENT_DIR)
 
 clean-venv:
 	rm -rf $(VENV)

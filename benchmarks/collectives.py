@@ -6,7 +6,7 @@
 Bus bandwidth, as in nccl-tests: algorithm bandwidth (tensor bytes / seconds) times
 2(N-1)/N, the fraction of the tensor an optimal all-reduce moves through each rank, so
 the number is comparable across N and with the link's own bandwidth. Each time is the
-fastest of a few runs (companion.costmodel.time_all_reduce). The parameter server and
+fastest of a few runs (companion.collectives.costmodel.time_all_reduce). The parameter server and
 the naive algorithm hold N-1 extra copies of the tensor on a rank, so they stop at
 16 MiB (``-`` in the table) to keep 8 ranks' memory bounded.
 
@@ -19,7 +19,7 @@ import argparse
 import time
 
 import companion
-from companion import costmodel as M
+from companion.collectives import costmodel as M
 
 ALGOS = ["ring", "recursive_halving_doubling", "tree", "parameter_server", "naive"]
 SHORT = {"ring": "ring", "recursive_halving_doubling": "rhd", "tree": "tree",

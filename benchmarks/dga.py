@@ -5,7 +5,7 @@
 
 Each step computes TinyMLP's real gradient on its digits shard and is padded to
 ``--compute-ms`` of emulated device time (0 for the raw CPU step); every message goes
-through ``companion.latency.DelayedComm`` (the real all-reduce, then alpha withheld).
+through ``companion.network.delayed.DelayedComm`` (the real all-reduce, then alpha withheld).
 Prints measured ms/step (median over ranks), the schedule model's prediction for the
 same number of steps, and the speedups over synchronous SGD. The target from notebook 08:
 DGA faster than synchronous SGD at 50 ms latency.
@@ -20,7 +20,7 @@ import time
 import companion
 from companion import dga
 from companion.data import load_digits
-from companion.latency import modeled_step_times
+from companion.dga.model import modeled_step_times
 from companion.models import TinyMLP, count_parameters
 
 

@@ -1,5 +1,5 @@
 """Activation recomputation on real ranks: stored bytes, step time and throughput for no,
-selective and full recomputation (notebook 10; ``companion.recompute``).
+selective and full recomputation (notebook 10; ``companion.batch_size.recompute``).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/recompute.py           # 2 ranks, micro-batches 1..32
     PYTHONPATH=$PWD .venv/bin/python benchmarks/recompute.py --quick   # micro-batches 1..8, fewer repeats
@@ -8,7 +8,7 @@ Each rank trains a TinyTransformer (fp32, no dropout) wrapped in the package's D
 its own windows of the corpus. Columns:
 
 * stored/layer: bytes a block keeps alive from forward to backward, measured by
-  ``companion.recompute.ActivationMeter`` (every storage an operation creates during the
+  ``companion.batch_size.recompute.ActivationMeter`` (every storage an operation creates during the
   step, by weak reference), next to Korthikanti et al.'s formula for this model
   (``expected_bytes_per_layer``: fp32, no dropout) and as printed for 16-bit with dropout
   (``memory.activation_memory_per_layer``);
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 
-from companion.recompute import fit_in_budget, recompute_table
+from companion.batch_size.recompute import fit_in_budget, recompute_table
 from companion.units import fmt_bytes
 
 

@@ -7,7 +7,7 @@ One transformer block (``companion.models.Block``, d_model 128, 8 heads, batch 2
 forward + backward, median of a few steps after a warm-up, timed on every rank
 (``companion.sequence_parallel.benchmark_layer``); the table shows rank 0. "bytes/layer"
 is what one rank sends for activations per step (forward + backward, ring-algorithm
-accounting from ``companion.comm_log``); weight-gradient synchronisation is not
+accounting from ``companion.collectives.log``); weight-gradient synchronisation is not
 included (TP needs none for its sharded weights; Ulysses/ring replicate the weights and
 sum their gradients once per step, like data parallelism). "max diff" is the output's
 largest difference from the single-process block (float32).

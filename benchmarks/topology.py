@@ -6,7 +6,7 @@ ring or torus, on the emulated cluster of ``companion.topology``: measured and p
 
 Every message really moves between real ranks (gloo on loopback) and is withheld until
 the emulated link would have delivered it (``alpha + bytes / beta`` per message,
-queueing on shared ports; companion/topology/links.py). "predicted" is the same link
+queueing on shared ports; companion/network/links.py). "predicted" is the same link
 model playing the algorithm's messages with no computation and no loopback
 (``companion.topology.predict``); "measured" is the best of the timed runs, from a
 barrier to the last rank done. measured/predicted above 1 is this machine's own cost

@@ -52,7 +52,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import companion
-from companion import memory as M
+from companion.data_parallel import memory as M
 
 OURS = ["ddp", "zero1", "zero2", "fsdp"]
 TORCH = {"ddp": "torch_ddp", "zero1": "torch_zero1", "fsdp": "torch_fsdp2"}
@@ -119,7 +119,7 @@ def paired_rank(labels, d_model, n_layers, batch, seq_len, rounds, warmup):
     of each per round, the order reversed every round), so that the package and torch
     see the same load on a shared machine. Returns {label: [step s per round]}."""
     from companion.data import CharCorpus
-    from companion.zero_runs import _wrap, build_model
+    from companion.data_parallel.runs import _wrap, build_model
 
     dev, corpus = companion.device(), CharCorpus()
     nets = {}
@@ -142,7 +142,7 @@ def bench_rank(strategies, d_model, n_layers, batch, seq_len, steps, warmup):
     """Runs inside every rank: each strategy in turn on a freshly built model (the
     benchmark passes one strategy per launch, so peaks are not shared)."""
     from companion.data import CharCorpus
-    from companion.zero_runs import _wrap, build_model
+    from companion.data_parallel.runs import _wrap, build_model
 
     dev = companion.device()
     corpus, out = CharCorpus(), {}

@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 # The data-parallel wrappers live in their own modules (notebook 03); importing them
 # lazily keeps `import companion` (and every rank's start-up) light.
-_LAZY = {"DDP": "companion.ddp", "ShardedOptimizer": "companion.zero", "FSDP": "companion.fsdp"}
+_LAZY = {"DDP": "companion.data_parallel.ddp", "ShardedOptimizer": "companion.data_parallel.zero", "FSDP": "companion.data_parallel.fsdp"}
 
 
 def __getattr__(name):

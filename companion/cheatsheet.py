@@ -22,10 +22,12 @@ import math
 
 import torch
 
-from . import costmodel, memory
+from .collectives import costmodel
+
+from .data_parallel import memory
 from .compression import OneBit, PowerSGD, TernGrad, payload_bytes
 from .compression.sparse import encode_topk
-from .latency import modeled_step_times
+from .dga.model import modeled_step_times
 from .pipeline import bubble_fraction, simulate
 from .pipeline.simulate import formula_text
 from .validation import one_of, positive_int, positive_number, fraction, preflight

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from companion import autoparallel as AP
-from companion import costmodel
+from companion.collectives import costmodel
 from companion.autoparallel.ilp import _solve_problem
 
 A100 = AP.Hardware(peak_flops=312e12, alpha=5e-6, beta=100e9)

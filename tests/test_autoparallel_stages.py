@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from companion import memory
+from companion.data_parallel import memory
 from companion.autoparallel import stages as ST
 from companion.planner import MODELS, ClusterSpec
 

@@ -29,9 +29,16 @@ import torch
 from torch import nn
 
 import companion
-from companion import (backends, basics, costmodel, data, dga, experiments, hardware,
-                       hybrid, latency, memory, models, moe, param_server, runtime, schedules,
-                       sequence_parallel, why_distribute, zero, zero_runs)
+from companion import (backends, basics, data, dga, experiments, hardware, hybrid, models,
+                       runtime, sequence_parallel)
+from companion.collectives import costmodel
+from companion.data_parallel import memory, param_server, zero
+from companion.data_parallel import runs as zero_runs
+from companion.dga import lr as schedules
+from companion.dga import model as step_model
+from companion.network import delayed as latency
+from companion.sequence_parallel import moe
+from companion.topology import why as why_distribute
 from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
@@ -44,19 +51,20 @@ from companion.pipeline import boundary_bytes, torch_ops, torch_reference
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
 from companion import overlap as OV
+from companion.data_parallel import comm as DPC
 from companion import roofline as RL
 from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
-from companion.learning import release as lrelease, watch as lwatch
+from companion.learning import watch as lwatch
+from companion.tools import release as lrelease
 from companion.widgets.prediction import prediction as wprediction
-from companion import batch_size as BS, recompute as RC
-import companion.present as PRES
+from companion import batch_size as BS
+from companion.batch_size import recompute as RC
+import companion.tools.present as PRES
 from companion import i18n
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
-from companion import bootstrap as BOOT
-
-# companion.widgets re-exports each module's functions, so `planner` there is the widget;
+from companion.tools import bootstrap as BOOT
 # the modules themselves come from importlib.
 wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
@@ -176,7 +184,7 @@ CASES = [
     Case("release/no-notebooks", lrelease.release, ("/nonexistent-folder", "/tmp/out"), {}, ValueError, "source_dir"),
     Case("release.main/no-notebooks", lrelease.main, (["/nonexistent-folder", "/tmp/out"],), {}, ValueError, "source_dir"),
     Case("student_notebook/grade_id", lrelease.student_notebook, ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": {"solution": True, "grade_id": "a b"}}, "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},), {}, ValueError, "grade_id"),
-    # --- the Colab/Binder bootstrap cell (companion.bootstrap, issue #20) -----------------
+    # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap, issue #20) -----------------
     Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
     Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),
     Case("bootstrap_cell/empty", BOOT.bootstrap_cell, ("  ",), {}, ValueError, "source"),
@@ -283,9 +291,9 @@ CASES = [
     Case("FSDP/prefetch-not-bool", companion.FSDP, (LINEAR,), {"prefetch": "yes"}, TypeError, "prefetch"),
     Case("DDP/link-not-a-link", companion.DDP, (LINEAR,), {"link": "wan"}, TypeError, "link"),
     # --- overlap (notebook 10) -------------------------------------------------------------
-    Case("Collectives/link", OV.Collectives, (), {"link": 42}, TypeError, "link"),
-    Case("ring_bytes/kind", OV.ring_bytes, ("broadcast", 1000, 4), {}, ValueError, "kind"),
-    Case("ring_bytes/world_size", OV.ring_bytes, ("all_gather", 1000, 0), {}, ValueError, "world_size"),
+    Case("Collectives/link", DPC.Collectives, (), {"link": 42}, TypeError, "link"),
+    Case("ring_bytes/kind", DPC.ring_bytes, ("broadcast", 1000, 4), {}, ValueError, "kind"),
+    Case("ring_bytes/world_size", DPC.ring_bytes, ("all_gather", 1000, 0), {}, ValueError, "world_size"),
     Case("step_timeline/end-before-start", OV.step_timeline, ([], 2.0, 1.0), {}, ValueError, "end"),
     Case("predicted_crossover/world_size-one", OV.predicted_crossover, (1e10, 1e8, 1), {}, ValueError, "world_size"),
     Case("predicted_crossover/bandwidth-zero", OV.predicted_crossover, (1e10, 0.0, 4), {}, ValueError, "bandwidth_bytes_s"),
@@ -403,8 +411,8 @@ CASES = [
     Case("link_delay/beta-zero", latency.link_delay, (100, 0.0, 0.0), {}, ValueError, "beta"),
     Case("DelayedComm/alpha-nan", latency.DelayedComm, (NAN,), {}, ValueError, "alpha"),
     Case("DelayedComm/absorb_real-not-bool", latency.DelayedComm, (0.0, 1e6), {"absorb_real": "yes"}, TypeError, "absorb_real"),
-    Case("modeled_step_times/algorithm", latency.modeled_step_times, ("async", 3, 1.0, 1.0), {}, ValueError, "algorithm"),
-    Case("modeled_step_times/steps-zero", latency.modeled_step_times, ("dga", 0, 1.0, 1.0), {}, ValueError, "steps"),
+    Case("modeled_step_times/algorithm", step_model.modeled_step_times, ("async", 3, 1.0, 1.0), {}, ValueError, "algorithm"),
+    Case("modeled_step_times/steps-zero", step_model.modeled_step_times, ("dga", 0, 1.0, 1.0), {}, ValueError, "steps"),
     Case("lr_at/schedule", schedules.lr_at, (0.1, 0, 10, "step"), {}, ValueError, "schedule"),
     Case("lr_at/steps-zero", schedules.lr_at, (0.1, 0, 0), {}, ValueError, "steps"),
     Case("dga.train/delay-negative", dga.train, (), {"delay": -1}, ValueError, "delay"),
@@ -428,10 +436,10 @@ CASES = [
     Case("measure_link/repeats-zero", latency.measure_link, (), {"repeats": 0}, ValueError, "repeats"),
     Case("measure_link/nbytes-too-small", latency.measure_link, (), {"nbytes": 2}, ValueError, "nbytes"),
     Case("measure_link/alpha-negative", latency.measure_link, (), {"alphas_ms": (1.0, -1.0)}, ValueError, "alphas_ms"),
-    Case("great_circle_km/latitude", latency.great_circle_km, (91.0, 0.0, 0.0, 0.0), {}, ValueError, "lat1"),
-    Case("great_circle_km/longitude", latency.great_circle_km, (0.0, 0.0, 0.0, 200.0), {}, ValueError, "lon2"),
-    Case("great_circle_km/nan", latency.great_circle_km, (0.0, NAN, 0.0, 0.0), {}, ValueError, "lon1"),
-    Case("great_circle_km/str", latency.great_circle_km, ("51N", 0.0, 0.0, 0.0), {}, TypeError, "lat1"),
+    Case("great_circle_km/latitude", step_model.great_circle_km, (91.0, 0.0, 0.0, 0.0), {}, ValueError, "lat1"),
+    Case("great_circle_km/longitude", step_model.great_circle_km, (0.0, 0.0, 0.0, 200.0), {}, ValueError, "lon2"),
+    Case("great_circle_km/nan", step_model.great_circle_km, (0.0, NAN, 0.0, 0.0), {}, ValueError, "lon1"),
+    Case("great_circle_km/str", step_model.great_circle_km, ("51N", 0.0, 0.0, 0.0), {}, TypeError, "lat1"),
     # --- hybrid parallelism and the planner (notebook 09) ------------------------------
     Case("ModelSpec/heads-not-dividing", PL.ModelSpec, ("m", 2, 100, 3, 128, 1000), {}, ValueError, "heads"),
     Case("ClusterSpec/nodes-zero", PL.ClusterSpec, ("c", 8, 0, 80.0, 989.0, 450.0, 50.0), {}, ValueError, "nodes"),

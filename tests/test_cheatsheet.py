@@ -8,7 +8,9 @@ import math
 import pytest
 
 import companion
-from companion import cheatsheet as cs, costmodel, memory, planner
+from companion import cheatsheet as cs, planner
+from companion.collectives import costmodel
+from companion.data_parallel import memory
 
 POWERS = (2, 4, 8, 16, 64)
 

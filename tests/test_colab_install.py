@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from companion import bootstrap as B
+from companion.tools import bootstrap as B
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -135,7 +135,7 @@ def test_the_command_line_checks_and_applies(tmp_path, capsys):
 
 
 def test_student_release_keeps_the_cell(tmp_path):
-    from companion.learning.release import student_notebook
+    from companion.tools.release import student_notebook
 
     path = _copy(tmp_path)
     B.apply_to_paths([path])

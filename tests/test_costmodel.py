@@ -1,4 +1,4 @@
-"""The alpha-beta cost model (companion.costmodel): fit, formulas, and their tie to the
+"""The alpha-beta cost model (companion.collectives.costmodel): fit, formulas, and their tie to the
 messages the algorithms really send."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 
 import companion
 from companion import collectives as C
-from companion import costmodel as M
+from companion.collectives import costmodel as M
 
 
 def test_fit_recovers_alpha_and_beta():

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import companion
-from companion.zero_runs import train
+from companion.data_parallel.runs import train
 
 F64 = dict(dtype="float64", steps=3)
 

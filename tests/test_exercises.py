@@ -22,7 +22,7 @@ import pytest
 
 from companion.learning import all_exercises, exercise
 from companion.learning.exercise import LEVELS
-from companion.learning.release import BEGIN, clear_solution, is_solution_cell
+from companion.tools.release import BEGIN, clear_solution, is_solution_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import companion
-from companion import memory as M
-from companion.zero_runs import train
+from companion.data_parallel import memory as M
+from companion.data_parallel.runs import train
 
 F64 = dict(dtype="float64", steps=3)
 
@@ -164,7 +164,7 @@ def _fsdp_step(prefetch):
     import torch.nn.functional as F
 
     from companion.data import CharCorpus, shard
-    from companion.zero_runs import build_model
+    from companion.data_parallel.runs import build_model
 
     corpus, rank, n = CharCorpus(), dist.get_rank(), dist.get_world_size()
     x, y = corpus.batch(0, 8, 16)
@@ -196,7 +196,7 @@ def test_fsdp_prefetch_equals_single_process_and_fsdp_without_prefetch():
     import torch.nn.functional as F
 
     from companion.data import CharCorpus
-    from companion.zero_runs import build_model
+    from companion.data_parallel.runs import build_model
 
     results = companion.launch(_both_ways, world_size=4, timeout=120)
     corpus = CharCorpus()

@@ -1,4 +1,4 @@
-"""companion.latency: the emulated link delays data for real, overlaps with compute,
+"""companion.network.delayed: the emulated link delays data for real, overlaps with compute,
 serialises bandwidth, and its closed-form schedule matches the textbook step times."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch.distributed as dist
 
 import companion
 from companion import launch
-from companion.latency import (DelayedComm, great_circle_km, link_delay,
-                               modeled_step_times)
+from companion.dga.model import great_circle_km, modeled_step_times
+from companion.network.delayed import DelayedComm, link_delay
 
 
 def _all_reduce_with_latency(alpha_s):

@@ -1,4 +1,4 @@
-"""Memory and communication formulas (companion.memory), checked against the published
+"""Memory and communication formulas (companion.data_parallel.memory), checked against the published
 numbers: the ZeRO paper (Rajbhandari et al. 2020, Figure 1 and Table 1), MIT 6.5940 L19
 pages 69-73, and Korthikanti et al. 2022, Table 2."""
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from companion import memory as M
+from companion.data_parallel import memory as M
 
 
 def test_sixteen_bytes_per_parameter_and_five_billion_on_80_gb():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import companion
-from companion.moe import MoE, compare_moe, route
+from companion.sequence_parallel.moe import MoE, compare_moe, route
 
 # float64. At world size 1 the EP layer does exactly the reference's arithmetic
 # (bit-exact). With P ranks an expert multiplies the P senders' capacity buffers in

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import companion
+from companion.data_parallel.comm import ring_bytes
 from companion.overlap import (crossover_batch, draw_overlap, measure_overlap, merge_spans,
-                               mlp_flops, overlap_length, predicted_crossover, ring_bytes,
+                               mlp_flops, overlap_length, predicted_crossover,
                                slowest_rank_exposed, span_length, step_timeline)
 
 NAN = math.nan
@@ -121,7 +122,7 @@ def _through_the_link():
     import torch.distributed as dist
     import torch.nn.functional as F
 
-    from companion.latency import DelayedComm
+    from companion.network.delayed import DelayedComm
     from companion.models import TinyMLP
 
     out = {}

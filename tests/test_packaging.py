@@ -89,17 +89,17 @@ def test_binder_installs_the_package_from_environment_yml():
 
 
 def test_every_notebook_starts_with_the_current_bootstrap_cell():
-    from companion import bootstrap
+    from companion.tools import bootstrap
 
     lacking = bootstrap.apply_to_paths([ROOT / "notebooks"], check=True)
     if len(lacking) == len(NOTEBOOKS):
-        pytest.skip("no notebook has the Colab/Binder cell yet: python -m companion.bootstrap notebooks/")
-    assert not lacking, f"run `python -m companion.bootstrap notebooks/` for {[p.name for p in lacking]}"
+        pytest.skip("no notebook has the Colab/Binder cell yet: python -m companion.tools.bootstrap notebooks/")
+    assert not lacking, f"run `python -m companion.tools.bootstrap notebooks/` for {[p.name for p in lacking]}"
 
 
 def test_readme_links_every_notebook_on_colab_and_binder():
-    from companion import bootstrap
+    from companion.tools import bootstrap
 
     table = bootstrap.links_table([ROOT / "notebooks"], root=ROOT)
     assert table in (ROOT / "README.md").read_text(), (
-        "README's Colab/Binder table is stale: paste `python -m companion.bootstrap --links notebooks/`")
+        "README's Colab/Binder table is stale: paste `python -m companion.tools.bootstrap --links notebooks/`")

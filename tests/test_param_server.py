@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import companion
-from companion import param_server as P
+from companion.data_parallel import param_server as P
 from companion.data import load_digits
 
 STEPS = 5

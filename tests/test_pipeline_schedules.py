@@ -156,7 +156,7 @@ def test_exercise_precheck_explains_a_wrong_schedule():
 
 def test_neighbour_pattern():
     from companion.learning.watch import Call
-    from companion.pipeline.exercise import neighbour_messages
+    from companion.learning.nb04_checks import neighbour_messages
 
     def calls(rank, p=4, m=8, nbytes=1024):
         out = [Call("barrier", "forward", 0, None, p)]

@@ -1,4 +1,4 @@
-"""The 3D-parallelism planner: memory from companion.memory, right reasons, sane ranking."""
+"""The 3D-parallelism planner: memory from companion.data_parallel.memory, right reasons, sane ranking."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from companion import memory
+from companion.data_parallel import memory
 from companion.pipeline import bubble_fraction
 from companion.planner import (CLUSTERS, MODELS, ClusterSpec, ModelSpec, evaluate, group_collective_time,
                               group_layout, plan, pp_link)

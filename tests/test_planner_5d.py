@@ -20,7 +20,9 @@ import dataclasses
 
 import pytest
 
-from companion import cheatsheet, memory
+from companion import cheatsheet
+
+from companion.data_parallel import memory
 from companion.planner import (CLUSTERS, MODELS, Mesh, all_to_all_time, axis_layout, evaluate,
                                group_layout, plan)
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from companion import models
-from companion.recompute import (ActivationMeter, expected_bytes_per_layer, fit_in_budget,
+from companion.batch_size.recompute import (ActivationMeter, expected_bytes_per_layer, fit_in_budget,
                                  recompute_run, recompute_table, recomputation)
 
 S, D, H = 32, 32, 4

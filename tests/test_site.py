@@ -14,9 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion.present import (build_site, course_entries, landing_notebook, prepare_course,
+from companion.tools.present import (build_site, course_entries, landing_notebook, prepare_course,
                                read_entry, voila_command)
-from companion.present.site import WIDGET_STATE
+from companion.tools.present.site import WIDGET_STATE
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -1,8 +1,8 @@
-"""Slideshow metadata (companion.slides): the rules on copies of the course notebooks,
+"""Slideshow metadata (companion.tools.slides): the rules on copies of the course notebooks,
 idempotence, and -- last test -- that the committed notebooks carry it.
 
 If only the last test fails, the notebooks were edited after the metadata was set: run
-    python -m companion.slides notebooks/
+    python -m companion.tools.slides notebooks/
 and commit the notebooks.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion import slides
+from companion.tools import slides
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -120,7 +120,7 @@ def test_check_mode_and_bad_path(tmp_path, capsys):
     nbformat.write(nb, target)
     raw = target.read_text()
     assert slides.main(["--check", str(target)]) == 1 and target.read_text() == raw
-    assert "python -m companion.slides notebooks/" in capsys.readouterr().out
+    assert "python -m companion.tools.slides notebooks/" in capsys.readouterr().out
     assert slides.main([str(target)]) == 0 and slides.main(["--check", str(target)]) == 0
     with pytest.raises(ValueError, match="paths: .*neither a folder"):
         slides.main([str(tmp_path / "missing.ipynb")])
@@ -140,7 +140,7 @@ def test_template_ships_reveal_css_and_voila_args_point_at_it():
 
 def test_command_line_runs_as_a_module(tmp_path):
     shutil.copy(ROOT / "notebooks" / "00_launching_ranks.ipynb", tmp_path / "a.ipynb")
-    done = subprocess.run([sys.executable, "-m", "companion.slides", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "companion.tools.slides", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     cells = json.loads((tmp_path / "a.ipynb").read_text())["cells"]
@@ -153,4 +153,4 @@ def test_command_line_runs_as_a_module(tmp_path):
 def test_committed_notebooks_carry_the_slide_metadata(path):
     nb = _read(path)
     assert not slides.apply(nb), (f"{path.name} lacks slideshow metadata or has stale "
-                                  "metadata: run  python -m companion.slides notebooks/")
+                                  "metadata: run  python -m companion.tools.slides notebooks/")

@@ -1,6 +1,6 @@
 """`make student` (issue #15): solution-free notebooks that still run up to the first check.
 
-The release (``companion.learning.release``) follows nbgrader's convention. These tests
+The release (``companion.tools.release``) follows nbgrader's convention. These tests
 check the rule itself against nbgrader's documented behaviour, then the real release:
 no solution text survives anywhere in a student notebook, the solution cells are
 expanded again, and a student's notebook executes up to its first exercise check,
@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from companion.learning.release import (BEGIN, END, clear_solution, is_solution_cell,
+from companion.tools.release import (BEGIN, END, clear_solution, is_solution_cell,
                                         release, student_notebook)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def _solution_lines(nb) -> set[str]:
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("student")
-    done = subprocess.run([sys.executable, "-m", "companion.learning.release",
+    done = subprocess.run([sys.executable, "-m", "companion.tools.release",
                            str(ROOT / "notebooks"), str(out)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

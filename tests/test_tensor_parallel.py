@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import companion
-from companion import comm_log
+from companion.collectives import log as comm_log
 from companion.tensor_parallel import (activation_bytes, call_many, compare_with_reference,
                                        dtensor_mlp_compare, f, g, run_mlp)
 
@@ -176,7 +176,7 @@ def test_split_explorer_widget_redraws_and_rejects_bad_sizes(capsys):
 def test_activation_memory_explorer_follows_formula():
     import matplotlib
     matplotlib.use("Agg")
-    from companion.memory import activation_memory_per_layer as amp
+    from companion.data_parallel.memory import activation_memory_per_layer as amp
     from companion.widgets import activation_memory_explorer
 
     w = activation_memory_explorer()

@@ -23,7 +23,7 @@ import torch.distributed as dist
 import companion
 from companion import collectives as C
 from companion import topology as T
-from companion.topology import emulator
+from companion.network import emulator
 
 INTRA, INTER = (1e-5, 1e9), (5e-5, 1e8)  # fast enough for tests, finite so times move
 SHAPES = [(2, 2, "nodes"), (3, 2, "nodes"), (2, 3, "torus"), (1, 3, "nodes"), (5, 1, "ring")]

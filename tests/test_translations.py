@@ -26,13 +26,15 @@ import pytest
 
 import companion
 from companion import i18n
-from companion.i18n import build, drift, glossary
+from companion.tools import i18n_build as build
+from companion.tools import drift
+from companion.tools import glossary
 from companion.i18n.messages import ZH_CN
 from companion.i18n.notebook_strings import NOTEBOOK_ZH_CN
 
 _TW = json.loads(i18n.TRADITIONAL.read_text(encoding="utf-8"))
 ZH_TW, NOTEBOOK_ZH_TW = _TW["messages"], _TW["notebook"]
-from companion.i18n.scan import literal_messages, placeholders
+from companion.tools.scan import literal_messages, placeholders
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGLISH = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -200,7 +202,7 @@ def test_the_font_covers_every_message_and_ships_its_licence():
     text = "".join([*ZH_CN.values(), *ZH_TW.values(), *NOTEBOOK_ZH_CN.values(),
                     *NOTEBOOK_ZH_TW.values()])
     missing = sorted({c for c in text if ord(c) > 0x2E7F and ord(c) not in cmap})
-    assert not missing, f"re-run python -m companion.i18n.fontsubset: {missing}"
+    assert not missing, f"re-run python -m companion.tools.fontsubset: {missing}"
 
 
 # ---- drift, shown on copies -------------------------------------------------------------

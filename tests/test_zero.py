@@ -1,6 +1,6 @@
 """ZeRO-1 and ZeRO-2 (companion.ShardedOptimizer) on real ranks: equal to single-process
 training, to companion.DDP and to torch's ZeroRedundancyOptimizer; memory held per rank
-equal to companion.memory's formula for stages 0-3; traffic 2x/2x/2x/3x.
+equal to companion.data_parallel.memory's formula for stages 0-3; traffic 2x/2x/2x/3x.
 
 Tolerances as in test_ddp.py: float64 against the single process (reduction order,
 amplified by AdamW's division by sqrt(v): atol 1e-9); bit-exact between the package's
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import companion
-from companion import memory as M
-from companion.zero_runs import train
+from companion.data_parallel import memory as M
+from companion.data_parallel.runs import train
 
 F64 = dict(dtype="float64", steps=3)
 STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp": 3}

@@ -10,7 +10,7 @@ per-micro-batch latencies t_1..t_S runs B micro-batches in (their eq. 2)::
 Each stage is a contiguous run of layers on a sub-mesh of shape (1, 2^k) inside a node or
 (n, g) whole nodes, and t_i is its *intra-operator* cost: the best sharding of those
 layers on that sub-mesh. :func:`alpha_beta_intra_op` is this package's small model of it
-(the best DP x TP split under the alpha-beta model of ``companion.costmodel``); any
+(the best DP x TP split under the alpha-beta model of ``companion.collectives.costmodel``); any
 callable ``intra_op(layers, mesh, in_flight) -> IntraOpChoice | None`` plugs in instead,
 e.g. one built on the integer program of ``companion.autoparallel.ilp``.
 
@@ -27,7 +27,7 @@ import functools
 import itertools
 import math
 
-from .. import memory
+from ..data_parallel import memory
 from ..planner.links import group_collective_time
 from ..planner.specs import ModelSpec
 from ..validation import callable_arg, fraction, positive_int, positive_number

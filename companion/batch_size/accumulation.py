@@ -106,7 +106,7 @@ def _torch_ddp(model):
 
 def _run_one(strategy, global_batch, k, steps, lr, dtype, seed, bucket_size_mb):
     from ..data import digits_batch, shard
-    from ..ddp import DDP
+    from ..data_parallel.ddp import DDP
 
     rank, n = dist.get_rank(), dist.get_world_size()
     model = _model(dtype, seed)

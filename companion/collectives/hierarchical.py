@@ -37,7 +37,7 @@ import torch.distributed as dist
 
 from .. import runtime
 from ..experiments import experiment
-from ..topology import emulator
+from ..network import emulator
 from ..validation import divides, positive_int, preflight
 from .primitives import check_op, finish
 from .traffic import chunk_offsets, exchange, note_initial, traffic

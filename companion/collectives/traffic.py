@@ -18,7 +18,7 @@ import math
 
 import torch
 import torch.distributed as dist
-from ..topology import emulator as _emulator
+from ..network import emulator as _emulator
 from ..validation import nonnegative_int, one_of, positive_int
 
 __all__ = ["Message", "Traffic", "traffic", "exchange", "chunk_sizes", "chunk_offsets"]

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import data
-from ..ddp import DDP
+from ..data_parallel.ddp import DDP
 from ..models import TinyTransformer
 from ..validation import positive_int, positive_number
 

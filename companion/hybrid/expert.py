@@ -3,7 +3,7 @@ EP x DP mesh (4 ranks for EP2 x DP2), equal to one process, its all-to-all bytes
 closed form.
 
 Taught in notebook 12 (``notebooks/12_auto_parallelism.ipynb``); the layer is
-``companion.moe`` (notebook 06). The model is a dense projection (standing in for the
+``companion.sequence_parallel.moe`` (notebook 06). The model is a dense projection (standing in for the
 attention before an MoE layer) and the MoE feed-forward with a residual connection.
 
 **Placement.** ``init_device_mesh(("dp", "ep"))``: EP innermost, so an EP group is
@@ -39,9 +39,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 
-from .. import comm_log, runtime
+from .. import runtime
+
+from ..collectives import log as comm_log
 from ..experiments import experiment
-from ..moe import ExpertParallelMoE, MoE
+from ..sequence_parallel.moe import ExpertParallelMoE, MoE
 from ..validation import positive_int, positive_number, preflight
 from .common import check_mesh
 

@@ -26,8 +26,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 
-from .. import comm_log, data, runtime, tensor_parallel
-from ..ddp import DDP
+from .. import data, runtime, tensor_parallel
+
+from ..collectives import log as comm_log
+from ..data_parallel.ddp import DDP
 from ..experiments import experiment
 from ..models import TinyTransformer
 from ..pipeline import make_schedule

@@ -14,7 +14,7 @@ labels), looked up in a message table keyed by the English text (``messages.py``
 ``notebook_strings.py`` for the questions the notebooks' code passes in,
 gettext's convention: an untranslated string falls back to the English one, so English
 output stays byte-identical), and each exercise's title, task and hints, taken from the
-translators' files by ``python -m companion.i18n.build`` (``data/exercises.json``).
+translators' files by ``python -m companion.tools.i18n_build`` (``data/exercises.json``).
 Why a table and not gettext ``.po``/``.mo`` files: ``.mo`` is a compiled binary that a
 build step must regenerate and git cannot diff, while the table is reviewed as code, its
 zh-TW half (``data/messages.zh-TW.json``) is generated from the zh-CN half by OpenCC, and

@@ -1,6 +1,6 @@
 """The package's student-facing messages in Simplified Chinese, keyed by the English text
 (gettext's msgid convention; see :mod:`companion.i18n`). The Traditional (zh-TW) table,
-``data/messages.zh-TW.json``, is generated from this one by ``python -m companion.i18n.build``
+``data/messages.zh-TW.json``, is generated from this one by ``python -m companion.tools.i18n_build``
 (OpenCC s2twp); edit only this file. Placeholders ({rank}, ...) must stay as they are:
 tests/test_translations.py checks them, and that every ``_("...")`` has an entry here.
 Terms follow docs/glossary.md's zh-CN column (rank stays "rank", as in the notebooks).

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from .. import collectives as C
-from .. import costmodel
+from ..collectives import costmodel
 from .exercise import Exercise, register
 from .nb01 import _PACKAGE_ALL_REDUCE, _TORCH_REDUCTIONS, _peers_problem, _recvs, _sends
 from .patterns import all_of, only, per_rank
@@ -251,11 +251,11 @@ PICK = register(Exercise(
            "2 * (N - 1) / N * n / beta` and pick the smaller (recursive doubling on a tie)."),
     inputs=pick_inputs, reference=pick_reference, adapter=pick_adapter,
     forbidden={
-        "companion.costmodel.predict_time": "the package's cost model: write the two "
+        "companion.collectives.costmodel.predict_time": "the package's cost model: write the two "
                                             "formulas yourself",
-        "companion.costmodel.coefficients": "the package's cost model: write the formulas",
-        "companion.costmodel.crossover_bytes": "the package's crossover: derive it",
-        "companion.costmodel.rd_rhd_crossover_bytes": "the package's crossover: derive it",
+        "companion.collectives.costmodel.coefficients": "the package's cost model: write the formulas",
+        "companion.collectives.costmodel.crossover_bytes": "the package's crossover: derive it",
+        "companion.collectives.costmodel.rd_rhd_crossover_bytes": "the package's crossover: derive it",
         "companion.learning.nb02.pick_reference": "it is the package's solution to this "
                                                   "exercise",
         "torch.distributed.all_reduce": "torch's all-reduce picks its own algorithm",

@@ -43,14 +43,14 @@ def _ordered(result, keys):
 
 # ---- 03.predict-memory (warm-up) -------------------------------------------------------
 def bytes_inputs(rank: int, world_size: int) -> tuple:
-    from ..zero_runs import build_model
+    from ..data_parallel.runs import build_model
     model = build_model(**MEASURED_MODEL)
     return (sum(p.numel() for p in model.parameters()), world_size)
 
 
 def bytes_measured(num_params: int, world_size: int) -> dict:
     """What this rank holds after one real AdamW step of DDP, ZeRO-1, ZeRO-2 and FSDP."""
-    from ..zero_runs import STAGE_OF, train_many
+    from ..data_parallel.runs import STAGE_OF, train_many
     runs = train_many([dict(strategy=s, steps=1, **MEASURED_MODEL) for s in STAGE_OF])
     return {f"stage {STAGE_OF[run['strategy']]}":
             {part: float(run["held"][part]) for part in PARTS} for run in runs}
@@ -81,11 +81,11 @@ PREDICT_BYTES = register(Exercise(
            "Stage 1 divides the optimizer state by N, stage 2 also the gradients, stage 3 "
            "also the weights; the rest stays whole on every rank."),
     inputs=bytes_inputs, expected=bytes_measured, adapter=bytes_adapter,
-    forbidden={"companion.memory.zero_memory_per_gpu":
+    forbidden={"companion.data_parallel.memory.zero_memory_per_gpu":
                "it is the package's answer to this exercise",
-               "companion.memory.bytes_per_param":
+               "companion.data_parallel.memory.bytes_per_param":
                "it answers the first half (the bytes per parameter): count them yourself",
-               "companion.memory.max_params_that_fit":
+               "companion.data_parallel.memory.max_params_that_fit":
                "it evaluates the package's formula for you"},
     rtol=0.01, timeout=120.0,
 ))
@@ -175,8 +175,8 @@ ZERO2_STEP = register(Exercise(
     forbidden={"torch.distributed.all_reduce":
                "an all-reduce leaves every rank with the full gradient, the copy ZeRO-2 "
                "removes: reduce-scatter it instead",
-               "companion.zero.ShardedOptimizer": "it is the package's ZeRO-1/2",
-               "companion.zero.ShardedOptimizer.step": "it is the package's ZeRO-1/2",
+               "companion.data_parallel.zero.ShardedOptimizer": "it is the package's ZeRO-1/2",
+               "companion.data_parallel.zero.ShardedOptimizer.step": "it is the package's ZeRO-1/2",
                "torch.distributed.optim.ZeroRedundancyOptimizer":
                "it is torch's ZeRO-1: write the step yourself",
                "torch.distributed.optim.ZeroRedundancyOptimizer.step":
@@ -205,7 +205,7 @@ def _layer_weights():
 
 
 def shard_of(weight: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s chunk of the flattened weight, zero-padded: companion.zero's layout."""
+    """Rank ``rank``'s chunk of the flattened weight, zero-padded: companion.data_parallel.zero's layout."""
     c = -(-weight.numel() // world_size)
     flat = torch.nn.functional.pad(weight.reshape(-1), (0, c * world_size - weight.numel()))
     return flat[rank * c:(rank + 1) * c].clone()
@@ -308,9 +308,9 @@ FSDP_FORWARD = register(Exercise(
     forbidden={"torch.distributed.all_reduce":
                "summing zero-padded copies rebuilds the weight at twice an all-gather's "
                "traffic",
-               "companion.fsdp.FSDP": "it is the package's FSDP",
-               "companion.fsdp.FSDP.gather_full_params": "it is the package's FSDP",
-               "companion.zero.unpack_chunks": "it is the package's un-sharding step",
+               "companion.data_parallel.fsdp.FSDP": "it is the package's FSDP",
+               "companion.data_parallel.fsdp.FSDP.gather_full_params": "it is the package's FSDP",
+               "companion.data_parallel.zero.unpack_chunks": "it is the package's un-sharding step",
                "torch.distributed.fsdp.fully_shard": "it is torch's FSDP2",
                "torch.distributed.fsdp.FullyShardedDataParallel": "it is torch's FSDP"},
     pattern=all_of(

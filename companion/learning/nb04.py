@@ -8,13 +8,13 @@ schedule as data, one list of ops per stage; each is simulated in the notebook f
 sizes), then run on 4 real ranks by the executor, whose gradients and updated
 parameters must equal the built-in schedule's exactly, with one activation and one
 gradient per micro-batch between neighbouring stages. The pieces live in
-:mod:`companion.pipeline.exercise`. Exercise ids are "04.<name>".
+:mod:`companion.learning.nb04_checks`. Exercise ids are "04.<name>".
 """
 from __future__ import annotations
 
 import functools
 
-from ..pipeline.exercise import (exercise_inputs, exercise_inputs_split, exercise_inputs_v,
+from .nb04_checks import (exercise_inputs, exercise_inputs_split, exercise_inputs_v,
                                  neighbour_messages, precheck_schedule, run_schedule)
 from ..pipeline.modern import zb_v
 from ..pipeline.schedules import gpipe, one_f_one_b, zb_h1

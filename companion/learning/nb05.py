@@ -247,9 +247,9 @@ SP_REGIONS = register(Exercise(
                    "GatherLinearRegather", "sp_all_gather", "sp_reduce_scatter")},
                "companion.learning.nb05.sp_regions_reference":
                "it is the package's solution to this exercise",
-               "companion.comm_log.all_gather": "it is the package's all-gather along a "
+               "companion.collectives.log.all_gather": "it is the package's all-gather along a "
                                                 "dimension; write it with torch.distributed",
-               "companion.comm_log.reduce_scatter": "it is the package's reduce-scatter "
+               "companion.collectives.log.reduce_scatter": "it is the package's reduce-scatter "
                                                     "along a dimension; write it with "
                                                     "torch.distributed",
                "torch.distributed.nn.functional.all_gather": "an autograd all-gather skips "

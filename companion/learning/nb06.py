@@ -24,7 +24,7 @@ from .watch import P2P
 _A2A = ("all_to_all", "all_to_all_single")
 _ULYSSES = "companion.sequence_parallel.ulysses."
 _PACKAGE_A2A = {
-    "companion.comm_log.all_to_all": "it is the package's all-to-all wrapper; call "
+    "companion.collectives.log.all_to_all": "it is the package's all-to-all wrapper; call "
                                      "torch.distributed yourself",
     "companion.collectives.primitives.all_to_all": "it is notebook 01's point-to-point "
                                                    "all-to-all; here use the collective",
@@ -160,7 +160,7 @@ RING_ATTENTION = register(Exercise(
                "it is the package's solution to this exercise",
                "companion.sequence_parallel.hybrid.hybrid_attention":
                "it is the package's 2D attention",
-               "companion.comm_log.exchange": "it is the package's ring hop; post the isend "
+               "companion.collectives.log.exchange": "it is the package's ring hop; post the isend "
                                               "and irecv yourself",
                "companion.models.attention": "it computes full attention in one call; the "
                                              "exercise is to merge block by block"},
@@ -217,10 +217,10 @@ MOE_DISPATCH = register(Exercise(
     inputs=_moe_inputs, reference=dispatch_reference,
     forbidden={"companion.learning.nb06.dispatch_reference":
                "it is the package's solution to this exercise",
-               "companion.moe.route": "it is the package's router bookkeeping",
-               "companion.moe.dispatch": "it is the package's dispatch",
-               "companion.moe.MoE.dispatch": "it is the package's dispatch",
-               "companion.moe.ExpertParallelMoE": "it is the package's expert-parallel layer",
+               "companion.sequence_parallel.moe.route": "it is the package's router bookkeeping",
+               "companion.sequence_parallel.moe.dispatch": "it is the package's dispatch",
+               "companion.sequence_parallel.moe.MoE.dispatch": "it is the package's dispatch",
+               "companion.sequence_parallel.moe.ExpertParallelMoE": "it is the package's expert-parallel layer",
                **_PACKAGE_A2A},
     pattern=all_of(only(*_A2A, why="expert parallelism dispatches with an all-to-all"),
                    counts({_A2A: 1}, why="static capacity buffers need a single exchange")),

@@ -9,8 +9,8 @@ Exercise ids are "08.<name>"; :func:`companion.learning.exercise` fetches them.
 * ``08.fedavg`` (stretch): FedAvg / local SGD, one average of the weights per round.
 
 Every attempt trains the same deterministic problem on 4 real ranks
-(:func:`companion.dga.quadratic_grad_fn`: each rank its own moving quadratic) and is
-compared with the package's loop, :func:`companion.dga.run_worker`, run on torch's own
+(:func:`companion.dga.algorithms.quadratic_grad_fn`: each rank its own moving quadratic) and is
+compared with the package's loop, :func:`companion.dga.algorithms.run_worker`, run on torch's own
 non-blocking all-reduce (:class:`TorchLink`). Besides the final weights, the checker
 records the *schedule*: in which step (counted by the calls to ``grad_fn``) each
 all-reduce was started, and in which step it was waited for. The trainer's
@@ -29,7 +29,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from ..dga import quadratic_grad_fn, run_worker
+from ..dga.algorithms import quadratic_grad_fn, run_worker
 from .exercise import Exercise, register
 from .patterns import all_of, counts, only
 
@@ -51,7 +51,7 @@ class _Handle:
 
 
 class TorchLink:
-    """The ``comm`` :func:`companion.dga.run_worker` expects, on torch's own
+    """The ``comm`` :func:`companion.dga.algorithms.run_worker` expects, on torch's own
     ``dist.all_reduce(..., async_op=True)``: no emulated latency, every call watched."""
 
     def all_reduce(self, tensor, op=dist.ReduceOp.SUM, tag=None):
@@ -180,8 +180,8 @@ def _fedavg_inputs(rank, world_size):
 
 
 _PACKAGE_LOOP = {
-    "companion.dga.run_worker": "it is the package's training loop, which does this for you",
-    "companion.dga.simulate": "it is the package's single-process version of these loops",
+    "companion.dga.algorithms.run_worker": "it is the package's training loop, which does this for you",
+    "companion.dga.algorithms.simulate": "it is the package's single-process version of these loops",
 }
 
 
@@ -236,7 +236,7 @@ DGA = register(Exercise(
            "is just the local gradient; with D = 0 your loop must be synchronous SGD."),
     inputs=_dga_inputs, reference=dga_reference, adapter=_dga_adapter,
     forbidden={**_PACKAGE_LOOP, **_solution("dga_reference"),
-               "companion.dga.dga_update": "it is the package's correction term: write the "
+               "companion.dga.algorithms.dga_update": "it is the package's correction term: write the "
                "three terms yourself"},
     pattern=all_of(only("all_reduce", why="the gradients are averaged by all-reduce"),
                    counts({"all_reduce": DGA_STEPS},

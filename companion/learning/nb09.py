@@ -173,7 +173,7 @@ DP_TP_STEP = register(Exercise(
     forbidden={"companion.learning.nb09.single_process_step":
                "it computes the answer in one process from the full tensors",
                "companion.hybrid.train_dp_tp": "it is the package's DP x TP training loop",
-               "companion.ddp.DDP": "the DP gradient average is yours to write here",
+               "companion.data_parallel.ddp.DDP": "the DP gradient average is yours to write here",
                "torch.nn.parallel.DistributedDataParallel":
                "the DP gradient average is yours to write here"},
     pattern=all_of(only("all_reduce", why="partial sums and gradient averages are both "

@@ -7,9 +7,9 @@ Taught in notebook 10 (``notebooks/10_when_parallelism_pays.ipynb``); CS336 L8 s
 The model is ``TinyMLP(in_features=16, hidden, out_features=16, depth)``: ``depth - 1``
 square layers of ``hidden^2`` weights between two thin ones. Every rank trains on
 ``batch`` rows of its own (a row is one token: ``2 * params`` FLOPs forward). Every
-collective goes through :class:`companion.latency.DelayedComm` with no latency and a
+collective goes through :class:`companion.network.delayed.DelayedComm` with no latency and a
 bandwidth of ``bandwidth_bytes_s`` per rank and direction, charged for the bytes a ring
-sends (:mod:`companion.overlap.comm`).
+sends (:mod:`companion.data_parallel.comm`).
 
 **The crossover.** A square layer of P = hidden^2 weights takes ``4 T P / F`` seconds of
 backward on T rows at F FLOP/s, while DDP all-reduces its gradient of ``b P`` bytes
@@ -84,8 +84,8 @@ def _check(configs=None, batches=(64,), strategy="ddp", bandwidth_bytes_s=1.0, h
 
 def _step_rows(config, link, hidden, depth, steps, warmup):
     """Train one configuration; return this rank's medians and its timed steps' timelines."""
-    from ..ddp import DDP
-    from ..fsdp import FSDP
+    from ..data_parallel.ddp import DDP
+    from ..data_parallel.fsdp import FSDP
     from ..models import TinyMLP
 
     batch = config.get("batch", 64)
@@ -144,7 +144,7 @@ def measure_overlap(*, configs=({"strategy": "ddp"}, {"strategy": "fsdp", "prefe
          "step_s", "compute_s", "wait_s", "comm_s", "hidden_s", "exposed_s",  # rank mean
          "timeline": this rank's last step, companion.overlap.step_timeline's dict}
     """
-    from ..latency import DelayedComm
+    from ..network.delayed import DelayedComm
 
     _check(configs, bandwidth_bytes_s=bandwidth_bytes_s, hidden=hidden, depth=depth,
            steps=steps, warmup=warmup)

@@ -3,7 +3,7 @@
 Taught in notebook 10 (``notebooks/10_when_parallelism_pays.ipynb``).
 
 The rank's main thread is, at every instant of a step, either computing or blocked in
-``wait()`` for a collective (the records of :class:`companion.overlap.Collectives`).
+``wait()`` for a collective (the records of :class:`companion.data_parallel.comm.Collectives`).
 Communication occupies the emulated link from ``start`` to ``end``. Then, per step:
 
     compute  = the step minus the waits

@@ -12,7 +12,7 @@ blocks (``companion.models.Block``) twice on the same ranks:
   gradient comes back the same way (GPipe order; the order does not change the bytes);
 * **tensor parallel**: every block as :class:`companion.tensor_parallel.ParallelBlock`
   on all ranks, whose collectives (two all-reduces of ``[b, s, h]`` forward and two
-  backward per block) are counted by :mod:`companion.comm_log`.
+  backward per block) are counted by :mod:`companion.collectives.log`.
 
 Bytes are counted from the tensors really passed to torch.distributed on each rank:
 the whole tensor for a send; for an all-reduce the ring algorithm's ``2(n-1)/n`` of it
@@ -24,7 +24,9 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import comm_log, runtime
+from .. import runtime
+
+from ..collectives import log as comm_log
 from ..models import Block
 from ..validation import positive_int, preflight
 

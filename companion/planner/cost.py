@@ -1,8 +1,8 @@
 """Memory, time and communication of one DP x TP x PP x ZeRO configuration.
 
 Taught in notebook 09. The pieces come from the earlier notebooks:
-model-state memory from ``companion.memory.zero_memory_per_gpu`` (notebook 03),
-activations from ``companion.memory.activation_memory_per_layer`` (Korthikanti et al.),
+model-state memory from ``companion.data_parallel.memory.zero_memory_per_gpu`` (notebook 03),
+activations from ``companion.data_parallel.memory.activation_memory_per_layer`` (Korthikanti et al.),
 the pipeline bubble from ``companion.pipeline.bubble_fraction`` (notebook 04), and the
 time of each collective from the alpha-beta model of notebook 02.
 
@@ -24,7 +24,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .. import costmodel, memory
+from ..collectives import costmodel
+
+from ..data_parallel import memory
 from ..pipeline import bubble_fraction
 from .comm import comm_bytes_per_step
 from .axes import Mesh, in_flight

@@ -29,7 +29,7 @@ configurations, and a common factor on every link would not change the ranking m
 """
 from __future__ import annotations
 
-from .. import costmodel
+from ..collectives import costmodel
 from ..validation import one_of, positive_int, positive_number
 
 __all__ = ["group_layout", "group_collective_time", "layout_collective_time", "pp_link"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..validation import one_of, positive_int, preflight
 from .ring import ring_attention

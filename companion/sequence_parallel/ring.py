@@ -8,7 +8,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from .ulysses import _rank_size
 
 __all__ = ["RingAttention", "ring_attention"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..models import attention
 from ..validation import callable_arg, one_of, positive_int, preflight

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from ..models import attention
 
 __all__ = ["AllToAll", "seq_to_heads", "heads_to_seq", "ulysses_attention", "p2p_all_to_all"]

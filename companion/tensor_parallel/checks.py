@@ -11,7 +11,7 @@ import copy
 import torch
 import torch.distributed as dist
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from ..experiments import experiment
 from .layers import (_MISTAKES, ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
                      allreduce_sequence_parallel_grads, group_rank_size, shard_like)

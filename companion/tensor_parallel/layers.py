@@ -18,7 +18,7 @@ they replace, since all-reduce = reduce-scatter + all-gather.
 The operators themselves are in :mod:`.regions`. Every parallel module is built *from
 the full single-process module* (``companion.models``) and keeps its parameter names, so
 a test can slice the reference's weights and gradients the same way and compare.
-Collectives go through ``companion.comm_log``.
+Collectives go through ``companion.collectives.log``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import comm_log
+from ..collectives import log as comm_log
 from ..models import attention
 from ..validation import positive_int
 # The conjugate operators live in .regions; the layers use them, and importing them here

@@ -11,14 +11,14 @@ the parallel modules from them.
   all-gather); :class:`GatherLinearRegather` is the paper's form, which keeps only the
   input shard and gathers it again in backward.
 
-Collectives go through ``companion.comm_log``, so the notebook can count them.
+Collectives go through ``companion.collectives.log``, so the notebook can count them.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from .. import comm_log
+from ..collectives import log as comm_log
 
 __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
            "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",

@@ -15,9 +15,9 @@ Taught in notebook 11 (``notebooks/11_networks_and_topology.ipynb``)::
     topology.timeline(traffics)             # every message: link, hops, start, end
     topology.simulate(traffics, cluster)    # the same messages through the link model
 """
-from .cluster import LAYOUTS, LINK_CLASSES, Cluster, Hop
-from .emulator import current, emulate, node_shape
-from .links import Ports
+from ..network.cluster import LAYOUTS, LINK_CLASSES, Cluster, Hop
+from ..network.emulator import current, emulate, node_shape
+from ..network.links import Ports
 from .model import ALGORITHMS, predict, schedule, schedule_time, simulate, timeline
 from .timing import time_collectives
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 
-from .cluster import Cluster
-from .links import Ports
+from ..network.cluster import Cluster
+from ..network.links import Ports
 
 __all__ = ["schedule_time", "simulate", "timeline", "schedule", "predict", "ALGORITHMS"]
 

@@ -16,8 +16,8 @@ import torch.distributed as dist
 from .. import runtime
 from ..experiments import experiment
 from ..validation import one_of, positive_int, preflight
-from .cluster import Cluster
-from .emulator import emulate
+from ..network.cluster import Cluster
+from ..network.emulator import emulate
 from .model import ALGORITHMS, predict
 
 __all__ = ["time_collectives"]

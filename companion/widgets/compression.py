@@ -4,7 +4,7 @@ Every change launches a real 4-rank training run (``companion.compression.train`
 and redraws its loss and test-accuracy curves next to the dense baseline.
 """
 from __future__ import annotations
-from ..i18n import gettext as tr
+from companion.i18n import gettext as tr
 
 __all__ = ["compression_explorer"]
 

@@ -1,16 +1,16 @@
 """Timelines of synchronous SGD, FedAvg and DGA: drawing, animation and an explorer widget.
 
 Used by notebook 08 (``notebooks/08_delayed_gradient_averaging.ipynb``). The drawing
-functions take either a recorded timeline (what :func:`companion.dga.train` returns
+functions take either a recorded timeline (what :func:`companion.dga.algorithms.train` returns
 with ``timeline=True``) or the closed-form schedule of
-:func:`companion.latency.modeled_step_times`, so theory and measurement look alike.
+:func:`companion.dga.model.modeled_step_times`, so theory and measurement look alike.
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
-from ..latency import modeled_step_times
+from ..dga.model import modeled_step_times
 from ..plotting import OKABE_ITO
 from ._base import guarded, showing
 from ..backends import validate_launch
@@ -164,7 +164,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
     @guarded(measured)
     def run_real(_=None):
         from ..data import load_digits
-        from ..dga import sweep
+        from ..dga.algorithms import sweep
         from ..launcher import launch
         with showing(measured):
             print(tr("running ..."))

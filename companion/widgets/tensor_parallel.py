@@ -6,7 +6,7 @@
   (:func:`ring_frames` turns ring-attention traces into frames, :func:`ulysses_frames`
   the layouts measured around Ulysses' all-to-all).
 * :func:`activation_memory_explorer`: Korthikanti et al.'s per-layer activation memory
-  (``companion.memory``) for no parallelism, TP, TP+SP, TP+SP+selective recompute.
+  (``companion.data_parallel.memory``) for no parallelism, TP, TP+SP, TP+SP+selective recompute.
 """
 from __future__ import annotations
 
@@ -225,11 +225,11 @@ def grid_player(frames: list[dict], n_ranks: int, figsize=(8, 4)):
 def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int = 1):
     """Sliders for sequence length and TP size; bars of one layer's activation memory
     (decimal GB, the course's unit convention in ``companion.units``; Korthikanti et al.'s
-    formulas in ``companion.memory``). ``.values`` holds the numbers drawn, in bytes."""
+    formulas in ``companion.data_parallel.memory``). ``.values`` holds the numbers drawn, in bytes."""
     for name, value in (("hidden", hidden), ("heads", heads), ("batch", batch)):
         positive_int(name, value, f"pass a whole number such as {name}=8.")
     divides("hidden", hidden, heads, "heads", "pick a head count that divides hidden.")
-    from ..memory import activation_memory_per_layer as amp
+    from ..data_parallel.memory import activation_memory_per_layer as amp
 
     seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description=tr("seq len"))
     tp = W.Dropdown(options=[1, 2, 4, 8], value=8, description=tr("t (TP size)"))

@@ -1,5 +1,5 @@
 """Widgets of notebook 03 (``notebooks/03_zero_memory.ipynb``): a ZeRO memory calculator
-and an activation-memory calculator, both drawn from :mod:`companion.memory`.
+and an activation-memory calculator, both drawn from :mod:`companion.data_parallel.memory`.
 
 Each function returns an ipywidgets ``VBox`` that draws once on creation; its controls
 are attributes of the box (``box.params_b``, ``box.gpus``, ...), the figure is the PNG in
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-from .. import memory as M
+from ..data_parallel import memory as M
 from ..units import GB
 from ..i18n import gettext as tr
 from ._base import guarded

@@ -18,7 +18,9 @@ import sys
 import nbformat
 import pytest
 
-from companion.i18n import build, drift
+from companion.tools import i18n_build as build
+
+from companion.tools import drift
 
 from .harness import ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, server, start_run_all
 from .test_learning_in_browser import RIGHT, WRONG, _type_into, _wait_for_text
@@ -49,7 +51,7 @@ def chinese_dir(tmp_path_factory):
         _stand_in_edition(source)
     work = tmp_path_factory.mktemp("student")
     # The release keeps the folder's name: the kernel starts in .../zh-CN and speaks it.
-    subprocess.run([sys.executable, "-m", "companion.learning.release", str(source),
+    subprocess.run([sys.executable, "-m", "companion.tools.release", str(source),
                     str(work / "zh-CN")], check=True, timeout=120)
     return work
 

@@ -32,7 +32,7 @@ RIGHT = ("def my_average(x):\n"
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("student") / "notebooks"
-    subprocess.run([sys.executable, "-m", "companion.learning.release",
+    subprocess.run([sys.executable, "-m", "companion.tools.release",
                     str(ROOT / "notebooks"), str(out)], check=True, timeout=120)
     return out
 

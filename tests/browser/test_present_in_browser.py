@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from companion.present import build_site, course_entries, prepare_course
+from companion.tools.present import build_site, course_entries, prepare_course
 
 from .harness import (ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, errors_on_page,
                       operate_widgets, server)

@@ -5,7 +5,7 @@ Notebook 05: it renders in about 15 s and its first widget is a slider (the TP-s
 explorer); notebook 03's calculators have text boxes and dropdowns only.
 
 Runs on a copy of ``notebooks/`` with the slide metadata applied by
-``python -m companion.slides``, so it checks the tool's output whether or not the
+``python -m companion.tools.slides``, so it checks the tool's output whether or not the
 committed notebooks carry it yet (tests/test_slides.py checks that). Skipped where
 Chromium or Playwright is missing, like the other browser tests.
 """
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from companion import slides
+from companion.tools import slides
 
 from .harness import (ARTIFACTS, CHROMIUM_ARGS, ROOT, KernelWatcher, chromium_path,
                       connection_file, errors_on_page, server)

@@ -51,7 +51,7 @@ CASES = {
     "02.pick-by-size": dict(
         cheat="def my_pick_all_reduce(x, alpha, beta):\n"
               "    n = dist.get_world_size()\n"
-              "    cut = companion.costmodel.rd_rhd_crossover_bytes(n, alpha, beta)\n"
+              "    cut = companion.collectives.costmodel.rd_rhd_crossover_bytes(n, alpha, beta)\n"
               "    if x.numel() * 4 <= cut:\n"
               "        return {'algorithm': 'recursive_doubling',\n"
               "                'result': C.recursive_doubling_all_reduce(x)}\n"

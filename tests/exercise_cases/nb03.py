@@ -4,7 +4,7 @@ CASES = {
     "03.predict-memory": dict(
         # the package's formula answers the exercise
         cheat="def predict_bytes(num_params, world_size, stage):\n"
-              "    import companion.memory as M\n"
+              "    import companion.data_parallel.memory as M\n"
               "    got = M.zero_memory_per_gpu(num_params, world_size, stage,\n"
               "                                precision='fp32', optimizer='adamw')\n"
               "    return {k: got[k] for k in ('params', 'grads', 'optimizer')}\n",
@@ -19,9 +19,9 @@ CASES = {
     "03.zero2-step": dict(
         # the package's ZeRO does the step
         cheat="def my_zero2_step(w, grad, momentum, lr, beta):\n"
-              "    import companion.zero\n"
+              "    import companion.data_parallel.zero\n"
               "    p = torch.nn.Parameter(w.clone())\n"
-              "    opt = companion.zero.ShardedOptimizer([p], torch.optim.SGD, stage=1,\n"
+              "    opt = companion.data_parallel.zero.ShardedOptimizer([p], torch.optim.SGD, stage=1,\n"
               "                                          lr=lr, momentum=beta)\n"
               "    p.grad = grad.clone()\n"
               "    opt.step()\n"
@@ -41,7 +41,7 @@ CASES = {
     "03.fsdp-forward": dict(
         # the package's un-sharding step
         cheat="def my_fsdp_forward(x, shards, shapes, layers):\n"
-              "    from companion.zero import unpack_chunks\n"
+              "    from companion.data_parallel.zero import unpack_chunks\n"
               "    n = dist.get_world_size()\n"
               "    for i, (shard, shape) in enumerate(zip(shards, shapes)):\n"
               "        gathered = torch.empty(n * shard.numel(), dtype=shard.dtype)\n"

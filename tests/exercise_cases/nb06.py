@@ -63,7 +63,7 @@ CASES = {
     "06.moe-dispatch": dict(
         # The package's router computes the slots: one-hot logits make it follow `expert`.
         cheat="def my_dispatch(tokens, expert, n_experts, capacity):\n"
-              "    from companion.moe import route\n"
+              "    from companion.sequence_parallel.moe import route\n"
               "    logits = 10.0 * torch.nn.functional.one_hot(expert, n_experts).float()\n"
               "    token, e, slot, _ = route(logits, 1, capacity)\n"
               "    buf = torch.zeros(n_experts, capacity, tokens.shape[1])\n"

@@ -4,8 +4,8 @@ CASES = {
     "08.sync-sgd": dict(
         # The package's loop does the whole exercise.
         cheat="def my_sync_sgd(grad_fn, w, steps, lr):\n"
-              "    with companion.latency.DelayedComm() as comm:\n"
-              "        companion.dga.run_worker(grad_fn, w, comm, algorithm='sync',\n"
+              "    with companion.network.delayed.DelayedComm() as comm:\n"
+              "        companion.dga.algorithms.run_worker(grad_fn, w, comm, algorithm='sync',\n"
               "                                 steps=steps, lr=lr)\n"
               "    return w\n",
         # The classic slip: all_reduce's default op is SUM, so this steps 4x too far.
@@ -29,7 +29,7 @@ CASES = {
               "        if i >= delay:\n"
               "            g_then, avg_then, handle = in_flight.popleft()\n"
               "            handle.wait()\n"
-              "            g = companion.dga.dga_update(g, g_then, avg_then)\n"
+              "            g = companion.dga.algorithms.dga_update(g, g_then, avg_then)\n"
               "        w -= lr * g\n"
               "    return w\n",
         # Stale averaging: the right schedule, without the correction term.

@@ -1,6 +1,6 @@
 """What the CUDA allocator says the ZeRO/FSDP ranks hold, against the ZeRO formula.
 
-``companion.memory.zero_memory_per_gpu`` predicts the bytes of parameters, gradients and
+``companion.data_parallel.memory.zero_memory_per_gpu`` predicts the bytes of parameters, gradients and
 optimizer state per GPU (notebook 03, L19 p.68-73). On the CPU the notebook and
 tests/test_zero.py can only count tensors (``held_bytes``); on a GPU the allocator itself
 reports what is live: ``torch.cuda.memory_allocated`` after the optimizer step, less
@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 import companion
-from companion import memory as M
+from companion.data_parallel import memory as M
 from gpu_setup import BACKEND, GPUS, MODE, skip_without_cuda
 
 skip_without_cuda()
@@ -41,8 +41,8 @@ def _measure(strategy, d_model, n_layers, seq_len, batch):
 
     from companion import runtime
     from companion.data import CharCorpus, shard
-    from companion.memory import held_bytes
-    from companion.zero_runs import _wrap, build_model
+    from companion.data_parallel.memory import held_bytes
+    from companion.data_parallel.runs import _wrap, build_model
 
     dev, rank, n = runtime.device(), dist.get_rank(), dist.get_world_size()
     cuda = dev.type == "cuda"

@@ -109,7 +109,7 @@ STRATEGIES = ("single", "ddp", "zero1", "zero2", "fsdp", "torch_ddp", "torch_zer
 
 
 def test_notebook_03_trainings_on_the_gpu_end_where_the_cpu_ends():
-    from companion.zero_runs import train, train_many
+    from companion.data_parallel.runs import train, train_many
 
     configs = [dict(strategy=s, dtype="float64", steps=3) for s in STRATEGIES]
     (runs,) = companion.launch(train_many, configs, world_size=1, backend=BACKEND,
@@ -137,7 +137,7 @@ def _nb00_first_all_reduce():  # notebook 00: companion.basics.launch_overhead((
 
 
 def _nb03_train_many():  # notebook 03: train_many(MEASURE) for n in WORLD_SIZES, n = 1 first
-    from companion.zero_runs import train_many
+    from companion.data_parallel.runs import train_many
     return train_many, {"configs": [dict(strategy=s, steps=1, d_model=64, freeze=False)
                                     for s in ("ddp", "zero1", "zero2", "fsdp")]}
 

@@ -1,0 +1,200 @@
+"""Count the collectives a parallel layer issues: kind, bytes, forward or backward.
+
+Taught in notebooks 05 (tensor parallelism) and 06 (sequence parallelism). Every
+collective in ``companion.tensor_parallel``, ``companion.sequence_parallel`` and
+``companion.sequence_parallel.moe`` goes through the thin wrappers below, which call ``torch.distributed``
+and, while a :func:`recording` block is active, append one :class:`Record`.
+
+Two byte counts are kept, because the literature uses both:
+
+* ``size_bytes``: the logical tensor the collective is about (the full activation for
+  an all-reduce, all-gather or reduce-scatter; the local input for an all-to-all).
+* ``wire_bytes``: what one rank sends with the bandwidth-optimal (ring) algorithm:
+  ``2(n-1)/n`` of the size for an all-reduce, ``(n-1)/n`` for an all-gather, a
+  reduce-scatter or an all-to-all, the whole tensor for a send. This is why an
+  all-gather plus a reduce-scatter (sequence parallelism) costs the same as the
+  all-reduce it replaces.
+
+The phase is read from autograd itself: a collective issued while the engine runs a
+backward pass is recorded as "backward", anything else as "forward".
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["Record", "CommLog", "recording", "all_reduce", "all_gather", "reduce_scatter",
+           "all_to_all", "exchange", "ring_wire_factor"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    kind: str          # "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send"
+    phase: str         # "forward" or "backward"
+    size_bytes: int
+    wire_bytes: float
+    group_size: int
+    label: str = ""
+
+
+class CommLog:
+    """The records of one :func:`recording` block, with summaries for tables and tests."""
+
+    def __init__(self):
+        self.records: list[Record] = []
+
+    def counts(self, phase: str | None = None, label: str | None = None) -> dict[str, int]:
+        """{kind: number of calls}, optionally for one phase and/or label."""
+        c = collections.Counter(r.kind for r in self._select(phase, label))
+        return dict(c)
+
+    def bytes(self, phase: str | None = None, kind: str | None = None, wire: bool = True,
+              label: str | None = None) -> float:
+        """Total wire (default) or logical bytes of the selected records."""
+        return sum(r.wire_bytes if wire else r.size_bytes
+                   for r in self._select(phase, label) if kind in (None, r.kind))
+
+    def table(self) -> list[tuple[str, str, int, float]]:
+        """Rows (phase, kind, calls, wire bytes), for printing."""
+        rows = collections.defaultdict(lambda: [0, 0.0])
+        for r in self.records:
+            rows[(r.phase, r.kind)][0] += 1
+            rows[(r.phase, r.kind)][1] += r.wire_bytes
+        return [(p, k, n, b) for (p, k), (n, b) in sorted(rows.items())]
+
+    def _select(self, phase, label):
+        return [r for r in self.records
+                if phase in (None, r.phase) and label in (None, r.label)]
+
+    def __len__(self):
+        return len(self.records)
+
+
+_active: list[CommLog] = []
+
+
+@contextlib.contextmanager
+def recording():
+    """``with recording() as log:`` records every wrapped collective issued inside."""
+    log = CommLog()
+    _active.append(log)
+    try:
+        yield log
+    finally:
+        _active.remove(log)
+
+
+def ring_wire_factor(kind: str, n: int) -> float:
+    """Fraction of the logical size one rank sends with a ring algorithm on n ranks."""
+    if n <= 1:
+        return 0.0
+    return {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n,
+            "reduce_scatter": (n - 1) / n, "all_to_all": (n - 1) / n, "send": 1.0}[kind]
+
+
+def _phase() -> str:
+    # -1 outside the autograd engine; a graph-task id while backward() is running.
+    return "backward" if torch._C._current_graph_task_id() != -1 else "forward"
+
+
+def _record(kind: str, tensor_bytes: int, n: int, label: str) -> None:
+    if _active:
+        rec = Record(kind, _phase(), int(tensor_bytes),
+                     tensor_bytes * ring_wire_factor(kind, n), n, label)
+        for log in _active:
+            log.records.append(rec)
+
+
+def _size(group) -> int:
+    return dist.get_world_size(group) if dist.is_initialized() else 1
+
+
+def all_reduce(x: torch.Tensor, group=None, label: str = "") -> torch.Tensor:
+    """Sum ``x`` over the group (returns a new tensor; ``x`` is left alone)."""
+    n = _size(group)
+    out = x.clone()
+    if n > 1:
+        dist.all_reduce(out, group=group)
+    _record("all_reduce", out.numel() * out.element_size(), n, label)
+    return out
+
+
+def all_gather(x: torch.Tensor, dim: int, group=None, label: str = "") -> torch.Tensor:
+    """Concatenate every rank's ``x`` along ``dim`` in rank order."""
+    n = _size(group)
+    if n == 1:
+        out = x.clone()
+    else:
+        x = x.contiguous()
+        parts = [torch.empty_like(x) for _ in range(n)]
+        dist.all_gather(parts, x, group=group)
+        out = torch.cat(parts, dim=dim)
+    _record("all_gather", out.numel() * out.element_size(), n, label)
+    return out
+
+
+def reduce_scatter(x: torch.Tensor, dim: int, group=None, label: str = "") -> torch.Tensor:
+    """Sum over ranks, then keep this rank's slice of ``dim`` (rank order)."""
+    n = _size(group)
+    if x.shape[dim] % n:
+        raise ValueError(f"reduce_scatter: dimension {dim} of size {x.shape[dim]} does not "
+                         f"divide into {n} ranks; pick sizes divisible by the group size.")
+    if n == 1:
+        out = x.clone()
+    else:
+        parts = [p.contiguous() for p in x.chunk(n, dim=dim)]
+        out = torch.empty_like(parts[0])
+        dist.reduce_scatter(out, parts, group=group)
+    _record("reduce_scatter", x.numel() * x.element_size(), n, label)
+    return out
+
+
+def all_to_all(inputs: list[torch.Tensor], group=None, label: str = "",
+               impl=None) -> list[torch.Tensor]:
+    """Send ``inputs[j]`` to rank j of the group; return what each rank sent here.
+
+    ``impl`` swaps in another implementation with the same contract (e.g. the
+    point-to-point one from ``companion.collectives``); ``None`` uses
+    ``dist.all_to_all``.
+    """
+    n = _size(group)
+    if len(inputs) != n:
+        raise ValueError(f"all_to_all needs one input per rank: got {len(inputs)} for {n} ranks.")
+    inputs = [t.contiguous() for t in inputs]
+    if n == 1:
+        outputs = [inputs[0].clone()]
+    elif impl is not None:
+        outputs = list(impl(inputs))
+    else:
+        outputs = [torch.empty_like(t) for t in inputs]
+        dist.all_to_all(outputs, inputs, group=group)
+    _record("all_to_all", sum(t.numel() * t.element_size() for t in inputs), n, label)
+    return outputs
+
+
+def exchange(send: list[torch.Tensor], to_rank: int, from_rank: int,
+             label: str = "", async_op: bool = False):
+    """Send tensors to global rank ``to_rank`` while receiving same-shaped ones from
+    ``from_rank`` (one batched isend/irecv, so a ring cannot deadlock).
+
+    Returns the received tensors; with ``async_op=True`` returns a function that waits
+    and then returns them, so the caller can compute while the bytes travel (ring
+    attention overlaps each hop with the current block's attention)."""
+    recv = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in send]
+    ops = []
+    for s, r in zip(send, recv):
+        ops.append(dist.P2POp(dist.isend, s.contiguous(), to_rank))
+        ops.append(dist.P2POp(dist.irecv, r, from_rank))
+    reqs = dist.batch_isend_irecv(ops)
+    _record("send", sum(t.numel() * t.element_size() for t in send), 2, label)
+
+    def wait():
+        for req in reqs:
+            req.wait()
+        return recv
+
+    return wait if async_op else wait()

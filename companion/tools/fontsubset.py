@@ -1,0 +1,71 @@
+"""Make ``companion/fonts/NotoSansCJKsc-Regular-subset.otf``, the font the Chinese edition's
+figures use (issue #21, item 4; registered by :func:`companion.plotting.use_cjk_font`).
+
+    python -m companion.tools.fontsubset /path/to/NotoSansCJKsc-Regular.otf
+
+The full Noto Sans CJK SC (SIL OFL 1.1, 16 MB; e.g. inside the ``mplfonts`` wheel or
+Debian's fonts-noto-cjk) is cut to the characters a course figure can show: GB 2312's
+level-1 hanzi (3,755, the common Simplified set), Big5's common hanzi (5,401) and the
+Traditional forms OpenCC's s2twp gives for the first set, CJK punctuation, full-width
+forms, and every character of the package's message table. About 1.7 MB; a glyph
+outside the set falls back to DejaVu Sans and matplotlib warns, which
+tests/test_translations.py would catch for the package's own strings.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "fonts" / "NotoSansCJKsc-Regular-subset.otf"
+
+
+def _decode_range(codec: str, rows, cols) -> set[str]:
+    found = set()
+    for hi in rows:
+        for lo in cols:
+            try:
+                found.add(bytes([hi, lo]).decode(codec))
+            except UnicodeDecodeError:
+                pass
+    return found
+
+
+def characters() -> str:
+    gb_level1 = _decode_range("gb2312", range(0xB0, 0xD8), range(0xA1, 0xFF))
+    big5_common = _decode_range("big5", range(0xA4, 0xC7),
+                                list(range(0x40, 0x7F)) + list(range(0xA1, 0xFF)))
+    import opencc   # pinned in requirements.txt (the build tool uses it too)
+    traditional = set(opencc.OpenCC("s2twp").convert("".join(sorted(gb_level1))))
+    from ..i18n import TRADITIONAL
+    from ..i18n.messages import ZH_CN
+    from ..i18n.notebook_strings import NOTEBOOK_ZH_CN
+    tw = json.loads(TRADITIONAL.read_text(encoding="utf-8"))
+    ours = set("".join([*ZH_CN.values(), *NOTEBOOK_ZH_CN.values(),
+                        *tw["messages"].values(), *tw["notebook"].values()]))
+    punctuation = {chr(c) for c in range(0x3000, 0x3040)} | \
+        {chr(c) for c in range(0xFF00, 0xFFF0)} | set("“”‘’—…·")
+    return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))
+
+
+def main(source: str) -> None:
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    options = subset.Options()
+    options.hinting = False          # figures are rasterised at 100 dpi and up
+    options.layout_features = []     # no vertical forms or locl: horizontal labels only
+    options.name_IDs = ["*"]         # keep the copyright and OFL notice (name IDs 0, 13, 14)
+    options.notdef_outline = True
+    font = TTFont(source)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text=characters())
+    subsetter.subset(font)
+    font.save(OUT)
+    print(f"wrote {OUT} ({OUT.stat().st_size / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m companion.tools.fontsubset NotoSansCJKsc-Regular.otf")
+    main(sys.argv[1])

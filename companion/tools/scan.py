@@ -1,0 +1,40 @@
+"""Find every message the package routes through the catalog: ``_("...")``,
+``tr("...")`` or ``gettext("...")`` with a literal argument (issue #21; used by
+tests/test_translations.py to check that each one has both translations)."""
+from __future__ import annotations
+
+import ast
+import string
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent
+CALLS = {"_", "tr", "gettext"}
+# Messages looked up with a variable argument (exercise levels, widget option names):
+# listed here so the completeness test covers them too.
+DYNAMIC = ("warm-up", "core", "stretch", "weights", "gradients", "optimizer state",
+           "no parallelism", "TP + selective", "TP+SP + selective", "full recompute",
+           "before: rank r holds tokens of shard r, all heads",
+           "after all-to-all: rank r holds all tokens of its heads (attention runs locally)",
+           "after the inverse all-to-all: back to sequence shards", "token position", "head",
+           "K/V block", "query block (= rank)")
+
+
+def literal_messages() -> dict[str, str]:
+    """{message: "module.py:line"} for every literal catalog call in the package."""
+    found: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in CALLS and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                found.setdefault(node.args[0].value,
+                                 f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    for message in DYNAMIC:
+        found.setdefault(message, "companion/tools/scan.py DYNAMIC")
+    return found
+
+
+def placeholders(text: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
