@@ -45,7 +45,7 @@ help:
 	@echo "make student    write the notebooks without their solutions to $(STUDENT_DIR)/"
 	@echo "                (STUDENT_DIR=... to choose; nbgrader's solution marks)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10+ needed, found " + sys.version.split()[0]'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -55,7 +55,7 @@ $(STAMP): requirements.txt pyproject.toml
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# EDITION=zh-CN or zh-TW opens the Chinese edition (issue #21); any other value, English.
+# EDITION=zh-CN or zh-TW opens the Chinese edition; any other value, English.
 # (Not LANG: that is the shell's locale, set on most machines.)
 EDITION ?= en
 LAB_DIR = notebooks$(if $(filter zh-CN zh-TW,$(EDITION)),/$(EDITION),)
@@ -117,7 +117,7 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# GPU readiness (issue #20): tests/gpu/ runs only where torch sees CUDA and a GPU; without
+# GPU readiness: tests/gpu/ runs only where torch sees CUDA and a GPU; without
 # them every test skips with one reason and this exits 0. COMPANION_GPU_CHECK_DEVICE=cpu
 # dry-runs the same tests with gloo on the CPU (set it by hand; make test never does).
 gpu-check: $(STAMP)

@@ -10,7 +10,7 @@ fastest of a few runs (companion.collectives.costmodel.time_all_reduce). The par
 the naive algorithm hold N-1 extra copies of the tensor on a rank, so they stop at
 16 MiB (``-`` in the table) to keep 8 ranks' memory bounded.
 
-Target (issue #3): the hand-written ring reaches at least half of the built-in's bus
+Target: the hand-written ring reaches at least half of the built-in's bus
 bandwidth for large messages. Where it does not, the last lines say why.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ each rank, averaged over the ranks:
 * exposed: the part of it the rank spent waiting (added to the step); hidden = comm - exposed;
 * compute: the step minus all waiting.
 
-Expected (issue #17): at a fixed batch, exposed falls as DDP's buckets shrink from one
+Expected: at a fixed batch, exposed falls as DDP's buckets shrink from one
 bucket (nothing starts before backward ends) to one per layer, and FSDP with prefetch
 exposes less than without; over a batch sweep, exposure falls to a floor (DDP: the last
 bucket, which nothing is left to hide; FSDP: the square layers next to the thin first

@@ -12,7 +12,7 @@ included (TP needs none for its sharded weights; Ulysses/ring replicate the weig
 sum their gradients once per step, like data parallelism). "max diff" is the output's
 largest difference from the single-process block (float32).
 
-What to expect (issue #6): TP and TP+SP move the same bytes (all-reduce = reduce-scatter
+What to expect: TP and TP+SP move the same bytes (all-reduce = reduce-scatter
 + all-gather); Ulysses moves 4(P-1)/P^2 of the activation size each way, less than TP
 and shrinking with P; ring attention moves 2(P-1)/P times the activation size forward
 (K and V) and about twice that backward (dK and dV travel with them) whatever P is, but

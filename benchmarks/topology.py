@@ -13,7 +13,7 @@ barrier to the last rank done. measured/predicted above 1 is this machine's own 
 (Python, gloo, the additions, the ranks sharing 2 cores) on top of the links.
 "vs ring" is the flat ring's time over this algorithm's: the speed-up.
 
-Target (issue #16): on the 2-node clusters the hierarchical all-reduce beats the flat
+Target: on the 2-node clusters the hierarchical all-reduce beats the flat
 ring, measured, by about the factor the model predicts.
 """
 from __future__ import annotations

@@ -22,11 +22,11 @@ For each strategy (the package's ``ddp``, ``zero1``, ``zero2``, ``fsdp`` and tor
   that tracks ZeRO. Peaks per rank from the CUDA
   allocator need one GPU per rank (N >= 2 GPUs).
 
-Expected (issue #4): model states shrink as the formula says (within 1%), and
+Expected: model states shrink as the formula says (within 1%), and
 communication grows 2x/2x/2x/3x; on 2 CPU cores gloo's collectives dominate the step
 time, so FSDP's extra all-gather shows up as a slower step.
 
-Speed (issue #17): the package's ``ddp`` runs with torch's default bucket cap (25 MiB) and
+Speed: the package's ``ddp`` runs with torch's default bucket cap (25 MiB) and
 ``fsdp`` with ``prefetch=True`` (FSDP2 prefetches by default), so each is compared with
 torch's in the same configuration; the last table compares their step times with torch's
 (target: at most 1.5x) in paired runs: the package's and torch's models live in the same
@@ -62,7 +62,7 @@ STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp": 3, "torch_ddp": 0, "torch_zer
 VARIANTS = {"ddp": ("ddp", 25, False), "ddp/tensor": ("ddp", None, False),
             "fsdp": ("fsdp", None, True), "fsdp/no-pf": ("fsdp", None, False)}
 ROWS = [*OURS, *TORCH.values()]
-TARGET = 1.5  # issue #17: the package's DDP and FSDP within 1.5x of torch's
+TARGET = 1.5  # the package's DDP and FSDP within 1.5x of torch's
 
 
 def _status(field: str) -> int:

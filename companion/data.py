@@ -9,9 +9,10 @@ Used from notebook 02 on. Two data sets, both tiny enough for a laptop:
 
 Each load is checked against ``SHA256SUMS`` so that a changed file (or a changed
 scikit-learn copy of digits) fails loudly instead of silently changing every result.
-The files are package data (``companion/_data/``), read with :mod:`importlib.resources`,
-so they are found wherever the package is installed: a clone, a wheel in site-packages
-(Colab, Binder), or a zip.
+The files live in the repository's top-level ``data/`` with their checksums; a wheel
+carries them as the package folder ``companion/_data/`` (``setup.py`` maps one onto the
+other), read with :mod:`importlib.resources`, so they are found wherever the package is
+installed: a clone, a wheel in site-packages (Colab, Binder), or a zip.
 
 Sharding follows data parallelism's contract: the global batch for step ``t`` is the
 same whatever the world size, and rank ``r`` takes the ``r``-th contiguous slice of it,
@@ -39,13 +40,18 @@ __all__ = ["data_dir", "load_digits", "load_corpus", "CharCorpus", "global_batch
 
 
 def data_dir() -> Path | Traversable:
-    """The folder of the shipped data: the package's ``_data/`` wherever the package is
-    installed, or the folder named by ``COMPANION_DATA`` (tests use it to plant a
-    changed file). Both answers support ``/``, ``read_bytes()`` and ``read_text()``."""
+    """The folder of the shipped data: the folder named by ``COMPANION_DATA`` (tests use it
+    to plant a changed file), else the clone's ``data/``, else the installed package's
+    ``_data/``. Every answer supports ``/``, ``read_bytes()`` and ``read_text()``."""
     override = os.environ.get("COMPANION_DATA")
-    # Not Path(__file__): a wheel may be imported from a zip, and the repository's own
-    # top-level folders never reach site-packages (issue #20).
-    return Path(override) if override else resources.files("companion") / "_data"
+    if override:
+        return Path(override)
+    clone = Path(__file__).resolve().parent.parent / "data"
+    if (clone / "SHA256SUMS").is_file():  # a clone or an editable install
+        return clone
+    # A wheel's files may sit in a zip, and the repository's top-level folders never
+    # reach site-packages: ask importlib.resources for the copy inside the package.
+    return resources.files("companion") / "_data"
 
 
 def _read(name: str) -> bytes:
@@ -72,8 +78,8 @@ def _check(name: str, payload: bytes) -> None:
     actual = hashlib.sha256(payload).hexdigest()
     if expected != actual:
         raise RuntimeError(f"checksum mismatch for {name}: expected {expected}, got {actual}. "
-                           "The data changed; restore it (git checkout companion/_data/) or, if "
-                           "the change is intended, update companion/_data/SHA256SUMS.")
+                           "The data changed; restore it (git checkout data/) or, if "
+                           "the change is intended, update data/SHA256SUMS.")
 
 
 def load_digits() -> tuple[torch.Tensor, torch.Tensor]:

@@ -3,7 +3,7 @@
 Taught in notebook 00 (``notebooks/00_launching_ranks.ipynb``); every later notebook
 uses it.
 
-Design, and the failure each choice avoids (measured in the field notes):
+Design, and the failure each choice avoids:
 
 * **forkserver, preloaded with torch**: ``fork`` hangs once the kernel has run an
   OpenMP op and dies after CUDA was initialised; plain ``spawn`` costs seconds per
@@ -34,6 +34,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -53,7 +54,7 @@ from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, s
 from .validation import accepts, callable_arg, run_preflight
 
 __all__ = ["launch", "LaunchError", "LaunchTimeout", "LaunchInfo", "choose_backend",
-           "cpu_cores", "max_world_size"]
+           "cpu_cores", "max_world_size", "warm_up"]
 
 _GRACE_S = 5.0  # how long finished ranks get to tear down before they are killed
 _PG_TIMEOUT_SLACK_S = 5.0  # ranks' own collective timeout fires after the parent's deadline
@@ -76,26 +77,43 @@ _last_announced: tuple | None = None
 
 
 _context = None
+_context_lock = threading.Lock()
+_warming: threading.Thread | None = None
 
 
 def _get_context():
     """The forkserver context, preloaded with torch and this package (started once)."""
     global _context
-    if _context is None:
-        context = mp.get_context("forkserver")
-        # Imported once in the server instead of in every rank: the first optimizer
-        # imports torch._dynamo and scikit-learn's loaders import half of SciPy, each
-        # costing seconds per rank per launch otherwise.
-        context.set_forkserver_preload(["companion.launcher", "torch.optim", "torch._dynamo",
-                                        "sklearn.datasets"])
-        # The server imports those before its first fork. Fork once here, so that its
-        # start (seconds; tens on a loaded machine) never counts against a launch's
-        # timeout: an exercise's 30 s must measure the student's code, not the imports.
-        warm = context.Process(target=_noop)
-        warm.start()
-        warm.join()
-        _context = context
+    with _context_lock:  # a launch during the background warm-up waits for it, once
+        if _context is None:
+            context = mp.get_context("forkserver")
+            # Imported once in the server instead of in every rank: the first optimizer
+            # imports torch._dynamo and scikit-learn's loaders import half of SciPy, each
+            # costing seconds per rank per launch otherwise.
+            context.set_forkserver_preload(["companion.launcher", "torch.optim",
+                                            "torch._dynamo", "sklearn.datasets"])
+            # The server imports those before its first fork. Fork once here, so that its
+            # start (seconds; tens on a loaded machine) never counts against a launch's
+            # timeout: an exercise's 30 s must measure the student's code, not the imports.
+            warm = context.Process(target=_noop)
+            warm.start()
+            warm.join()
+            _context = context
     return _context
+
+
+def warm_up(background: bool = True) -> None:
+    """Start the forkserver now, so that the first :func:`launch` does not wait for it.
+
+    ``import companion`` calls this in a Jupyter kernel (never in a rank or a script):
+    the server imports torch while the student reads the first cells.
+    """
+    global _warming
+    if not background:
+        _get_context()
+    elif _warming is None and _context is None:
+        _warming = threading.Thread(target=_get_context, name="companion-warm-up", daemon=True)
+        _warming.start()
 
 
 def _noop() -> None:

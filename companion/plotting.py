@@ -3,14 +3,17 @@
 Call :func:`use_style` once at the top of a notebook. The palette is Okabe and Ito's
 eight colours, distinguishable under the common forms of colour blindness.
 
-The Chinese edition (issue #21) draws Chinese labels with the package's own CJK font
-(:func:`use_cjk_font`, called by ``companion.set_language`` and by ``use_style`` when the
-language is Chinese), so no system font is needed and no glyph is missing.
+The Chinese edition draws Chinese labels with the package's own CJK font
+(:func:`use_cjk_font`, called whenever the language turns Chinese, through
+``companion.i18n.on_language_change``), so no system font is needed and no glyph is missing.
+Ranks never import this module, so they never import matplotlib.
 """
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+
+from .i18n import get_language, on_language_change
 
 __all__ = ["OKABE_ITO", "use_style", "rank_colors", "use_cjk_font", "CJK_FONT"]
 
@@ -32,7 +35,6 @@ def use_style() -> None:
         "axes.grid": True, "grid.alpha": 0.3, "figure.dpi": 100,
         "figure.autolayout": True,
     })
-    from .i18n import get_language
     if get_language() != "en":
         use_cjk_font()
 
@@ -62,3 +64,11 @@ def use_cjk_font() -> str:
 def rank_colors(n: int) -> list[str]:
     """``n`` distinguishable colours, one per rank (cycles past eight)."""
     return [OKABE_ITO[i % len(OKABE_ITO)] for i in range(n)]
+
+
+def _follow_language(language: str) -> None:
+    if language != "en":
+        use_cjk_font()
+
+
+on_language_change(_follow_language)

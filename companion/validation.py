@@ -1,6 +1,6 @@
 """Argument checks for the public entry points: refuse bad input before any rank starts.
 
-Every notebook's functions use these (issue #14); ``tests/test_bad_input.py`` lists the
+Every notebook's functions use these; ``tests/test_bad_input.py`` lists the
 cases. The rules, so every message reads the same way:
 
 * a wrong type (a string for a size, a bool for a count, a non-callable) is a

@@ -1,4 +1,4 @@
-"""Intra-operator auto-sharding (issue #18 item 1, notebook 12): the ILP equals brute
+"""Intra-operator auto-sharding (notebook 12): the ILP equals brute
 force, finds Megatron's MLP plan and beats it where it should, and the chosen plans run
 on 4 CPU ranks with DTensor equal one process, with the collectives the solver priced."""
 from __future__ import annotations

@@ -7,6 +7,8 @@ import random
 import pytest
 
 from companion.data_parallel import memory
+from companion.autoparallel import intra_op as AIO
+from companion.autoparallel import layers as AL
 from companion.autoparallel import stages as ST
 from companion.planner import MODELS, ClusterSpec
 
@@ -19,7 +21,7 @@ def toy_cluster(nodes, per_node, memory_gb=10.0):
 
 def random_layers(seed, count):
     rng = random.Random(seed)
-    return [ST.Layer(f"L{j}", flops=rng.uniform(1e12, 2e13), param_bytes=rng.uniform(1e8, 1.5e9),
+    return [AL.Layer(f"L{j}", flops=rng.uniform(1e12, 2e13), param_bytes=rng.uniform(1e8, 1.5e9),
                      activation_bytes=rng.uniform(1e7, 3e8), saved_bytes=rng.uniform(1e8, 2e9),
                      tp_bytes=rng.uniform(1e7, 1e9), tp_calls=rng.choice([0, 2, 4]),
                      batch=rng.choice([None, 1, 2, 8]))
@@ -35,14 +37,14 @@ def toy_intra_op(layers, mesh, in_flight):
     used = sum(x.param_bytes for x in layers) / p + in_flight * 1e8 * len(layers)
     if used > 3e9:
         return None
-    return ST.IntraOpChoice(work / p + 0.05 * (p - 1) + 0.01 * mesh[0], used, f"toy{p}")
+    return AIO.IntraOpChoice(work / p + 0.05 * (p - 1) + 0.01 * mesh[0], used, f"toy{p}")
 
 
 def assert_valid(plan, layers, cluster, microbatches):
     assert plan.stages[0].start == 0 and plan.stages[-1].stop == len(layers)
     assert all(a.stop == b.start for a, b in zip(plan.stages, plan.stages[1:]))
     assert sum(s.mesh[0] * s.mesh[1] for s in plan.stages) == cluster.gpus
-    assert all(s.mesh in ST.submesh_shapes(cluster) for s in plan.stages)
+    assert all(s.mesh in AIO.submesh_shapes(cluster) for s in plan.stages)
     n = len(plan.stages)
     assert [s.in_flight for s in plan.stages] == [min(n - j, microbatches) for j in range(n)]
     assert plan.step_time == pytest.approx(
@@ -56,8 +58,8 @@ def test_namespace_package_import_needs_no_init():
 
 
 def test_submesh_shapes_are_alpas():
-    assert ST.submesh_shapes(toy_cluster(3, 8)) == [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8), (3, 8)]
-    assert ST.submesh_shapes(toy_cluster(1, 1)) == [(1, 1)]
+    assert AIO.submesh_shapes(toy_cluster(3, 8)) == [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8), (3, 8)]
+    assert AIO.submesh_shapes(toy_cluster(1, 1)) == [(1, 1)]
 
 
 def test_pipeline_time_is_eq_2():
@@ -116,23 +118,23 @@ def test_nothing_fits_gives_a_reason_not_a_plan():
 
 def test_memory_counts_the_micro_batches_in_flight():
     # One layer, lots of stored activation: the first of two stages holds 2 micro-batches.
-    cost = ST.alpha_beta_intra_op(toy_cluster(1, 2, memory_gb=100.0), microbatches=8)
-    layer = ST.Layer("x", 1e12, 0.0, 1e6, saved_bytes=3e9)
+    cost = AIO.alpha_beta_intra_op(toy_cluster(1, 2, memory_gb=100.0), microbatches=8)
+    layer = AL.Layer("x", 1e12, 0.0, 1e6, saved_bytes=3e9)
     assert cost([layer], (1, 1), 2).memory == pytest.approx(6e9)
     assert cost([layer], (1, 2), 2).memory == pytest.approx(3e9)
 
 
 def test_data_parallel_degree_must_divide_the_micro_batch():
     cluster = toy_cluster(1, 8, memory_gb=100.0)
-    cost = ST.alpha_beta_intra_op(cluster, microbatches=4)
+    cost = AIO.alpha_beta_intra_op(cluster, microbatches=4)
     cheap_comm = dict(flops=1e13, param_bytes=1e6, activation_bytes=1e6, tp_bytes=1e9, tp_calls=4)
-    assert cost([ST.Layer("a", batch=8, **cheap_comm)], (1, 8), 1).config == "DP8xTP1"
-    assert cost([ST.Layer("a", batch=2, **cheap_comm)], (1, 8), 1).config == "DP2xTP4"
+    assert cost([AL.Layer("a", batch=8, **cheap_comm)], (1, 8), 1).config == "DP8xTP1"
+    assert cost([AL.Layer("a", batch=2, **cheap_comm)], (1, 8), 1).config == "DP2xTP4"
 
 
 def test_model_layers_add_up_to_the_model():
     model = MODELS["Llama-3 8B"]
-    layers = ST.model_layers(model, micro_batch=2, blocks_per_layer=4)
+    layers = AL.model_layers(model, micro_batch=2, blocks_per_layer=4)
     assert [x.kind for x in layers] == ["embedding"] + ["block"] * 8 + ["head"]
     assert sum(x.param_bytes for x in layers) == 2 * model.num_params()  # untied: each table once
     tokens = 2 * model.seq_len
@@ -147,7 +149,7 @@ def test_model_layers_add_up_to_the_model():
 
 
 def test_equal_split_is_a_plan_the_program_also_considers():
-    layers = ST.model_layers(ST.LLAMA_3_2_1B, blocks_per_layer=2)
+    layers = AL.model_layers(AL.LLAMA_3_2_1B, blocks_per_layer=2)
     for cluster, b in [(ClusterSpec.of("1x H100", "H100", 1), 8),
                        (ClusterSpec.of("2x A100", "A100", 2), 16)]:
         result = ST.compare_with_equal_split(layers, cluster, b)
@@ -156,7 +158,7 @@ def test_equal_split_is_a_plan_the_program_also_considers():
 
 
 def test_equal_split_puts_the_ends_on_the_first_and_last_stage():
-    layers = ST.model_layers(ST.LLAMA_3_2_1B)
+    layers = AL.model_layers(AL.LLAMA_3_2_1B)
     plan = ST.equal_layers_plan(layers, ClusterSpec.of("1x H100", "H100", 1), 16, stages=4)
     assert [s.stop - s.start for s in plan.stages] == [5, 4, 4, 5]
     assert all(s.mesh == (1, 2) for s in plan.stages)
@@ -165,7 +167,7 @@ def test_equal_split_puts_the_ends_on_the_first_and_last_stage():
 def test_the_uneven_head_makes_the_program_win():
     """Llama-3.2 1B's head weighs ~4 blocks: an equal split leaves the last stage slowest,
     and the program gives that stage fewer blocks (or more devices)."""
-    layers = ST.model_layers(ST.LLAMA_3_2_1B)
+    layers = AL.model_layers(AL.LLAMA_3_2_1B)
     result = ST.compare_with_equal_split(layers, ClusterSpec.of("1x H100", "H100", 1), 16)
     alpa, equal = result["alpa"], result["equal"]
     assert result["speedup"] > 1.1

@@ -1,4 +1,4 @@
-"""Bad-input sweep of the public API (issue #14): every case raises before any rank starts.
+"""Bad-input sweep of the public API: every case raises before any rank starts.
 
 ``CASES`` lists each case: an id, the entry point, its arguments, the exception type
 (TypeError for a wrong type, ValueError for a value that cannot work) and a regex the
@@ -32,9 +32,10 @@ import companion
 from companion import (backends, basics, data, dga, experiments, hardware, hybrid, models,
                        runtime, sequence_parallel)
 from companion.collectives import costmodel
+from companion.collectives import log as comm_log
 from companion.data_parallel import memory, param_server, zero
 from companion.data_parallel import runs as zero_runs
-from companion.dga import lr as schedules
+from companion.compression import lr as schedules
 from companion.dga import model as step_model
 from companion.network import delayed as latency
 from companion.sequence_parallel import moe
@@ -47,7 +48,8 @@ from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
 from companion.collectives import demos, hierarchical as CH, primitives
 from companion import topology as TOP
-from companion.pipeline import boundary_bytes, torch_ops, torch_reference
+from companion.pipeline import torch_ops, torch_reference
+from companion.tensor_parallel import boundary_bytes
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
 from companion import overlap as OV
@@ -62,6 +64,8 @@ from companion import batch_size as BS
 from companion.batch_size import recompute as RC
 import companion.tools.present as PRES
 from companion import i18n
+from companion.autoparallel import intra_op as AIO
+from companion.autoparallel import layers as ALY
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
 from companion.tools import bootstrap as BOOT
@@ -71,6 +75,7 @@ wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     ("collectives", "compression", "dga", "pipeline", "planner", "tensor_parallel", "zero",
      "topology", "roofline"))
 wauto = importlib.import_module("companion.widgets.autoparallel")
+wact = importlib.import_module("companion.widgets.activations")
 
 NAN, INF = math.nan, math.inf
 
@@ -125,7 +130,7 @@ CL22 = TOP.Cluster(2, 2)
 NOTEBOOKS_DIR = Path(companion.__file__).resolve().parents[1] / "notebooks"
 H100x8 = PL.ClusterSpec.of("1x H100", "H100", 1)
 SIX_PER_NODE = PL.ClusterSpec("6 per node", 6, 2, 80.0, 989.0, 450.0, 50.0)
-TOY_LAYERS = [AST.Layer("a", 1e12, 1e6, 1e6), AST.Layer("b", 1e12, 1e6, 1e6)]
+TOY_LAYERS = [ALY.Layer("a", 1e12, 1e6, 1e6), ALY.Layer("b", 1e12, 1e6, 1e6)]
 AP_MLP = AUTO.mlp(batch=2, seq=4, hidden=8, ffn=16)
 AP_HW = AUTO.Hardware(peak_flops=1e12)
 AP_PLAN = AUTO.megatron_plan(AP_MLP, (4,))
@@ -156,7 +161,7 @@ CASES = [
     Case("setup_process_group/timeout-nan", runtime.setup_process_group, (0, 1), {"timeout": NAN}, ValueError, "timeout"),
     Case("process_group/world_size", enter_process_group, (), {"rank": 0, "world_size": -2}, ValueError, "world_size"),
     # --- exercises and experiments ---------------------------------------------------
-    # --- the learning loop (issue #15) ----------------------------------------------------
+    # --- the learning loop ----------------------------------------------------
     Case("exercise/no-dot", learning.exercise, ("average",), {}, ValueError, "exercise_id"),
     Case("exercise/unknown", learning.exercise, ("00.no-such",), {}, ValueError, "exercise_id"),
     Case("exercise/not-str", learning.exercise, (7,), {}, ValueError, "exercise_id"),
@@ -184,7 +189,7 @@ CASES = [
     Case("release/no-notebooks", lrelease.release, ("/nonexistent-folder", "/tmp/out"), {}, ValueError, "source_dir"),
     Case("release.main/no-notebooks", lrelease.main, (["/nonexistent-folder", "/tmp/out"],), {}, ValueError, "source_dir"),
     Case("student_notebook/grade_id", lrelease.student_notebook, ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": {"solution": True, "grade_id": "a b"}}, "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},), {}, ValueError, "grade_id"),
-    # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap, issue #20) -----------------
+    # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap) -----------------
     Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
     Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),
     Case("bootstrap_cell/empty", BOOT.bootstrap_cell, ("  ",), {}, ValueError, "source"),
@@ -253,6 +258,11 @@ CASES = [
     Case("reduce_scatter_all_gather_all_reduce/op", C.reduce_scatter_all_gather_all_reduce, (TENSOR,), {"op": "prod"}, ValueError, r"\bop\b"),
     Case("check_op/op", primitives.check_op, ("max", TENSOR), {}, ValueError, r"\bop\b"),
     Case("replay/nothing", C.replay, ([],), {}, ValueError, "replay"),
+    Case("ring_bytes/kind", C.ring_bytes, ("scatter", 1000, 4), {}, ValueError, "kind"),
+    Case("ring_bytes/world_size", C.ring_bytes, ("all_gather", 1000, 0), {}, ValueError, "world_size"),
+    Case("ring_bytes/nbytes-nan", C.ring_bytes, ("all_reduce", NAN, 4), {}, ValueError, "nbytes"),
+    Case("CommLog/group_size-zero", comm_log.CommLog, (0,), {}, ValueError, "group_size"),
+    Case("CommLog.record/no-group_size", comm_log.CommLog().record, ("all_reduce", 8), {}, ValueError, "group_size"),
     # --- parameter server vs all-reduce (notebook 02), cost model ---------------------
     Case("parameter_server_train/steps-zero", param_server.parameter_server_train, (), {"steps": 0}, ValueError, "steps"),
     Case("parameter_server_train/lr-nan", param_server.parameter_server_train, (), {"lr": NAN}, ValueError, r"\blr\b"),
@@ -277,7 +287,6 @@ CASES = [
     Case("activation_memory_per_layer/heads", memory.activation_memory_per_layer, (2048, 1, 4096, 30), {}, ValueError, "heads"),
     Case("activation_memory_per_layer/recompute", memory.activation_memory_per_layer, (2048, 1, 4096, 32), {"recompute": "half"}, ValueError, "recompute"),
     Case("communication_volume/stage", memory.communication_volume, (1e9, 8, 5), {}, ValueError, "stage"),
-    Case("ring_bytes_sent/op", memory.ring_bytes_sent, ("scatter", 1000, 4), {}, ValueError, "scatter"),
     Case("transformer_params/heads-zero", memory.transformer_params, (2, 64, 256, 100, 0), {}, ValueError, "heads"),
     Case("chunk_size/world_size-zero", zero.chunk_size, (10, 0), {}, ValueError, "world_size"),
     Case("chunk_bounds/rank-outside", zero.chunk_bounds, (10, 2, 2), {}, ValueError, r"\brank\b"),
@@ -292,8 +301,6 @@ CASES = [
     Case("DDP/link-not-a-link", companion.DDP, (LINEAR,), {"link": "wan"}, TypeError, "link"),
     # --- overlap (notebook 10) -------------------------------------------------------------
     Case("Collectives/link", DPC.Collectives, (), {"link": 42}, TypeError, "link"),
-    Case("ring_bytes/kind", DPC.ring_bytes, ("broadcast", 1000, 4), {}, ValueError, "kind"),
-    Case("ring_bytes/world_size", DPC.ring_bytes, ("all_gather", 1000, 0), {}, ValueError, "world_size"),
     Case("step_timeline/end-before-start", OV.step_timeline, ([], 2.0, 1.0), {}, ValueError, "end"),
     Case("predicted_crossover/world_size-one", OV.predicted_crossover, (1e10, 1e8, 1), {}, ValueError, "world_size"),
     Case("predicted_crossover/bandwidth-zero", OV.predicted_crossover, (1e10, 0.0, 4), {}, ValueError, "bandwidth_bytes_s"),
@@ -315,7 +322,7 @@ CASES = [
     Case("make_schedule/stages-zero", P.make_schedule, ("gpipe", 0, 8), {}, ValueError, "stages"),
     Case("make_schedule/microbatches-fraction", P.make_schedule, ("gpipe", 4, 2.5), {}, ValueError, "microbatches"),
     Case("make_schedule/stages-bool", P.make_schedule, ("gpipe", True, 4), {}, TypeError, "stages"),
-    Case("check_sizes/chunks-zero", P.schedules.check_sizes, (4, 8, 0), {}, ValueError, "chunks"),
+    Case("check_sizes/chunks-zero", P.ops.check_sizes, (4, 8, 0), {}, ValueError, "chunks"),
     Case("naive/stages-zero", P.naive, (0, 4), {}, ValueError, "stages"),
     Case("gpipe/microbatches-zero", P.gpipe, (4, 0), {}, ValueError, "microbatches"),
     Case("one_f_one_b/stages-fraction", P.one_f_one_b, (2.5, 4), {}, ValueError, "stages"),
@@ -340,7 +347,11 @@ CASES = [
     Case("zb_v/stages-zero", P.zb_v, (0, 8), {}, ValueError, "stages"),
     Case("dualpipev/too-few-microbatches", P.dualpipev, (4, 6), {}, ValueError, "microbatches"),
     Case("make_schedule/zb-v-chunks", P.make_schedule, ("zb-v", 4, 8), {"chunks": 3}, ValueError, "chunks=2"),
-    Case("schedule_key/unknown", P.schedules.schedule_key, ("2f2b",), {}, ValueError, "2f2b"),
+    Case("schedule_key/unknown", P.registry.schedule_key, ("2f2b",), {}, ValueError, "2f2b"),
+    Case("execute/pieces", P.executor.execute, (P.make_schedule("zb-v", 2, 4), 0, {0: None}, []), {"shapes": [], "loss": None}, ValueError, "pieces"),
+    Case("execute/stage", P.executor.execute, (P.make_schedule("gpipe", 2, 4), 2, {0: None}, []), {"shapes": [], "loss": None}, ValueError, r"\bstage=2"),
+    Case("check_device_time/keys", P.executor.check_device_time, ({"F": 0.01},), {}, ValueError, "device_time"),
+    Case("run_pipeline/device_time", P.run_pipeline, (), {"device_time": {"F": 0.01, "X": 1}}, ValueError, "device_time"),
     Case("torch_schedule_ops/not-in-torch", torch_ops.torch_schedule_ops, ("zb-h1", 4, 8), {}, ValueError, "zb-h1"),
     Case("torch_executed_ops/multi-stage", torch_ops.torch_executed_ops, ("zb-v", 4, 8), {}, ValueError, "1f1b"),
     Case("pp_vs_tp_bytes/layers-zero", boundary_bytes.pp_vs_tp_bytes, (), {"layers": 0}, ValueError, "layers"),
@@ -350,10 +361,10 @@ CASES = [
     Case("ColumnParallelLinear/not-linear", TP.ColumnParallelLinear, ("fc",), {}, TypeError, "full"),
     Case("RowParallelLinear/not-linear", TP.RowParallelLinear, (nn.Conv1d(2, 2, 1),), {}, TypeError, "full"),
     Case("ParallelMLP/mistake", TP.ParallelMLP, (models.MLP(8, 16),), {"mistake": "typo"}, ValueError, "mistake"),
-    Case("call_many/bare-non-callable", TP.call_many, ([3],), {}, TypeError, r"calls\[0\]"),
-    Case("call_many/fn-not-callable", TP.call_many, ([("run_mlp", {})],), {}, TypeError, "calls"),
-    Case("call_many/kwargs-not-dict", TP.call_many, ([(TP.run_mlp, 64)],), {}, TypeError, "kwargs"),
-    Case("call_many/row-bad-value", TP.call_many, ([(TP.compare_with_reference, {"kind": "conv"})],), {}, ValueError, "kind"),
+    Case("call_many/bare-non-callable", experiments.call_many, ([3],), {}, TypeError, r"calls\[0\]"),
+    Case("call_many/fn-not-callable", experiments.call_many, ([("run_mlp", {})],), {}, TypeError, "calls"),
+    Case("call_many/kwargs-not-dict", experiments.call_many, ([(TP.run_mlp, 64)],), {}, TypeError, "kwargs"),
+    Case("call_many/row-bad-value", experiments.call_many, ([(TP.compare_with_reference, {"kind": "conv"})],), {}, ValueError, "kind"),
     Case("compare_with_reference/kind", TP.compare_with_reference, (), {"kind": "conv"}, ValueError, "kind"),
     Case("compare_with_reference/dtype", TP.compare_with_reference, (), {"dtype": "float8"}, ValueError, "dtype"),
     Case("compare_with_reference/seq-zero", TP.compare_with_reference, (), {"seq": 0}, ValueError, "seq"),
@@ -566,9 +577,13 @@ CASES = [
     Case("zero_memory/stage", wzero.zero_memory, (), {"stage": 4}, ValueError, "stage"),
     Case("zero_memory/precision", wzero.zero_memory, (), {"precision": "fp8"}, ValueError, "precision"),
     Case("zero_memory/params_b-nan", wzero.zero_memory, (), {"params_b": NAN}, ValueError, "params_b"),
-    Case("activation_memory/tp", wzero.activation_memory, (), {"tp": 3}, ValueError, r"\btp\b"),
-    Case("activation_memory/recompute", wzero.activation_memory, (), {"recompute": "half"}, ValueError, "recompute"),
-    Case("activation_memory/layers-zero", wzero.activation_memory, (), {"layers": 0}, ValueError, "layers"),
+    Case("activation_memory/tp", wact.activation_memory, (), {"tp": 3}, ValueError, r"\btp\b"),
+    Case("activation_memory/tp-not-offered", wact.activation_memory, (), {"tp_degrees": (1, 2, 4)}, ValueError, r"\btp\b"),
+    Case("activation_memory/tp_degrees-empty", wact.activation_memory, (), {"tp_degrees": ()}, ValueError, "tp_degrees"),
+    Case("activation_memory/recompute", wact.activation_memory, (), {"recompute": "half"}, ValueError, "recompute"),
+    Case("activation_memory/layers-zero", wact.activation_memory, (), {"layers": 0}, ValueError, "layers"),
+    Case("activation_memory/heads", wact.activation_memory, (), {"hidden": 100, "heads": 3}, ValueError, "heads"),
+    Case("activation_memory/controls", wact.activation_memory, (), {"controls": ("seq_len", "TP")}, ValueError, "controls"),
     Case("compression_explorer/world_size-zero", wcomp.compression_explorer, (), {"world_size": 0}, ValueError, "world_size"),
     Case("compression_explorer/steps-fraction", wcomp.compression_explorer, (), {"steps": 2.5}, ValueError, "steps"),
     Case("compression_explorer/lr-nan", wcomp.compression_explorer, (), {"lr": NAN}, ValueError, r"\blr\b"),
@@ -577,7 +592,6 @@ CASES = [
     Case("draw_fg_dataflow/tp", wtp.draw_fg_dataflow, (), {"tp": 5}, ValueError, r"\btp\b"),
     Case("draw_split/kind", wtp.draw_split, ("diagonal", 2), {}, ValueError, "kind"),
     Case("draw_split/tp-zero", wtp.draw_split, ("column", 0), {}, ValueError, r"\btp\b"),
-    Case("activation_memory_explorer/heads", wtp.activation_memory_explorer, (), {"hidden": 100, "heads": 3}, ValueError, "heads"),
     Case("grid_player/empty", wtp.grid_player, ([], 2), {}, ValueError, "frame"),
     Case("ulysses_frames/heads-zero", wtp.ulysses_frames, ([], 0, 8), {}, ValueError, "heads"),
     Case("plot_rank_tensors/empty", wcoll.plot_rank_tensors, ([],), {}, ValueError, "tensors"),
@@ -586,7 +600,7 @@ CASES = [
          (SimpleNamespace(nodes=2, ranks_per_node=2, layout="nodes"), []), {}, ValueError,
          "messages"),
     Case("draw_topology/not-a-cluster", wtopo.draw_topology, (None,), {}, ValueError, "cluster"),
-    # --- presenting: the landing page and the static site (issue #20) ---------------------
+    # --- presenting: the landing page and the static site ---------------------
     Case("read_entry/not-a-notebook", PRES.read_entry, ("no/such/notebook.txt",), {}, ValueError, "path="),
     Case("course_entries/missing-folder", PRES.course_entries, ("no/such/folder",), {}, ValueError, "notebooks_dir"),
     Case("landing_notebook/no-entries", PRES.landing_notebook, ([],), {}, ValueError, "entries"),
@@ -641,7 +655,7 @@ CASES = [
     Case("launch/compare_with_reference-seq", launch, (TP.compare_with_reference,), {"world_size": 4, "seq": 9, "sequence_parallel": True}, ValueError, "seq=.*not divisible"),
     Case("launch/dtensor_mlp_compare-d_ff", launch, (TP.dtensor_mlp_compare,), {"world_size": 3}, ValueError, "d_ff"),
     Case("launch/activation_bytes-heads", launch, (TP.activation_bytes,), {"world_size": 3}, ValueError, "n_heads"),
-    Case("launch/call_many-row", launch, (TP.call_many, [(TP.compare_with_reference, {"kind": "mlp", "d_ff": 66})]), {"world_size": 4}, ValueError, "d_ff=.*not divisible"),
+    Case("launch/call_many-row", launch, (experiments.call_many, [(TP.compare_with_reference, {"kind": "mlp", "d_ff": 66})]), {"world_size": 4}, ValueError, "d_ff=.*not divisible"),
     Case("launch/compare_attention-seq", launch, (sequence_parallel.compare_attention,), {"world_size": 3}, ValueError, "seq"),
     Case("launch/benchmark_layer-seq", launch, (sequence_parallel.benchmark_layer,), {"world_size": 3}, ValueError, "seq"),
     Case("launch/volume_sweep-seq", launch, (sequence_parallel.volume_sweep,), {"world_size": 4, "seqs": (16, 30)}, ValueError, "seq=30"),
@@ -730,15 +744,15 @@ CASES = [
     Case("recompute_table/world_size", RC.recompute_table, (0,), {}, ValueError, "world_size"),
     Case("fit_in_budget/budget", RC.fit_in_budget, ([{"policy": "none", "micro_batch": 1, "stored_total": 1}], -1), {}, ValueError, "budget_bytes"),
     # --- Alpa's stage slicing (notebook 12) ---------------------------------------------
-    Case("Layer/flops-negative", AST.Layer, ("x", -1.0, 0.0, 0.0), {}, ValueError, "flops"),
-    Case("Layer/batch-zero", AST.Layer, ("x", 1.0, 0.0, 0.0), {"batch": 0}, ValueError, "batch"),
-    Case("IntraOpChoice/time-nan", AST.IntraOpChoice, (NAN, 0.0, "DP1"), {}, ValueError, "time"),
-    Case("model_layers/blocks-not-dividing", AST.model_layers, (LLAMA,), {"blocks_per_layer": 3}, ValueError, "blocks_per_layer"),
-    Case("model_layers/micro_batch-zero", AST.model_layers, (LLAMA,), {"micro_batch": 0}, ValueError, "micro_batch"),
-    Case("submesh_shapes/not-power-of-two", AST.submesh_shapes, (SIX_PER_NODE,), {}, ValueError, "cluster"),
+    Case("Layer/flops-negative", ALY.Layer, ("x", -1.0, 0.0, 0.0), {}, ValueError, "flops"),
+    Case("Layer/batch-zero", ALY.Layer, ("x", 1.0, 0.0, 0.0), {"batch": 0}, ValueError, "batch"),
+    Case("IntraOpChoice/time-nan", AIO.IntraOpChoice, (NAN, 0.0, "DP1"), {}, ValueError, "time"),
+    Case("model_layers/blocks-not-dividing", ALY.model_layers, (LLAMA,), {"blocks_per_layer": 3}, ValueError, "blocks_per_layer"),
+    Case("model_layers/micro_batch-zero", ALY.model_layers, (LLAMA,), {"micro_batch": 0}, ValueError, "micro_batch"),
+    Case("submesh_shapes/not-power-of-two", AIO.submesh_shapes, (SIX_PER_NODE,), {}, ValueError, "cluster"),
     Case("pipeline_time/microbatches-zero", AST.pipeline_time, ([1.0], 0), {}, ValueError, "microbatches"),
     Case("pipeline_time/empty", AST.pipeline_time, ([], 4), {}, ValueError, "stage_times"),
-    Case("alpha_beta_intra_op/efficiency", AST.alpha_beta_intra_op, (H100x8, 8), {"kernel_efficiency": 1.5}, ValueError, "kernel_efficiency"),
+    Case("alpha_beta_intra_op/efficiency", AIO.alpha_beta_intra_op, (H100x8, 8), {"kernel_efficiency": 1.5}, ValueError, "kernel_efficiency"),
     Case("plan_stages/no-layers", AST.plan_stages, ([], H100x8, 8), {}, ValueError, "layers"),
     Case("plan_stages/microbatches-zero", AST.plan_stages, (TOY_LAYERS, H100x8, 0), {}, ValueError, "microbatches"),
     Case("plan_stages/intra_op-not-callable", AST.plan_stages, (TOY_LAYERS, H100x8, 4), {"intra_op": "ilp"}, TypeError, "intra_op"),
@@ -782,6 +796,7 @@ NOT_APPLICABLE = {
     "rank": "takes no arguments",
     "world_size": "takes no arguments",
     "device": "takes no arguments",
+    "warm_up": "takes one flag (background); any value is a valid choice",
     "guarded": "takes an Output widget and decorates a callback",
     "showing": "takes an Output widget",
     "tp_split_explorer": "takes no arguments",
@@ -803,7 +818,7 @@ _reason("the argument checks themselves: every case above runs them",
         "divides", "callable_arg", "accepts", "preflight", "run_preflight")
 _reason("a record the package builds and fills (dataclass or result object), not an entry point",
         "Message", "Traffic", "Record", "Replay", "Experiment", "LaunchInfo", "Plan", "Op", "Accelerator",
-        "Schedule", "Event", "Timeline", "DelayedWork", "CommLedger",
+        "Schedule", "Event", "Timeline", "StepResult", "DelayedWork",
         "Graph", "Node", "Strategy", "Problem", "Solution")
 _reason("the emulated cluster's records and state, built from a Cluster whose constructor "
         "checked it (Cluster cases)", "Hop", "Emulation", "Ports")
@@ -821,6 +836,7 @@ _reason("a tensor operation inside a rank: it takes tensors and a process group,
         "clip_locally", "dgc_accumulate")
 _reason("wraps a module or model the caller built, whose own constructor checked its sizes",
         "ParallelAttention", "ParallelBlock", "ExpertParallelMoE", "TransformerStage",
+        "MicrobatchGrads", "AccumulatingStage", "boundary_shapes",
         "parallelize_dp_tp", "count_parameters", "held_bytes", "optimizer_state_tensors",
         "default_units", "MomentumSGD")
 _reason("a compressor make_compressor builds from settings it checked (make_compressor cases)",
@@ -828,7 +844,7 @@ _reason("a compressor make_compressor builds from settings it checked (make_comp
 _reason("arithmetic on values the package computed (payload sizes, counts, timings); "
         "not called with user sizes in the notebooks",
         "split_counts", "payload_bytes", "unpack_bits", "index_dtype", "lr_warmup",
-        "ring_wire_factor", "measured_crossover", "predict_from_traffic", "overlap_fraction",
+        "measured_crossover", "predict_from_traffic", "overlap_fraction",
         "merge_spans", "span_length", "overlap_length")
 _reason("takes results or data the package returned (load_digits(), run results, timelines)",
         "plot_compute_growth", "digits_split", "side_by_side", "draw_timeline", "legend_handles", "microbatch_color",

@@ -1,10 +1,10 @@
-"""The Colab/Binder path (issue #20): the bootstrap cell, the wheel's data, a fresh install.
+"""The Colab/Binder path: the bootstrap cell, the wheel's data, a fresh install.
 
 The last test is the student's path as far as this machine allows: a fresh virtual
 environment holding only torch and Jupyter, notebooks 00 and 08 copied into an empty
 folder with the bootstrap cell, the cell pointed at a copy of this checkout (installed as
 a regular, non-editable package), both notebooks under nbval. Colab itself cannot be
-reached from here; the README says what that leaves unverified.
+reached from here; docs/colab-and-binder.md says what that leaves unverified.
 """
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def test_the_wheel_carries_the_data(tmp_path):
                    check=True, timeout=300)
     (wheel,) = (tmp_path / "wheels").glob("companion-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped = {f"companion/_data/{p.name}" for p in (ROOT / "companion" / "_data").iterdir()}
+    shipped = {f"companion/_data/{p.name}" for p in (ROOT / "data").iterdir()}
     assert shipped <= names, f"missing from the wheel: {sorted(shipped - names)}"
     assert {"companion/_data/SHA256SUMS", "companion/_data/corpus.txt"} <= shipped
     assert not any(n.startswith("data/") for n in names)

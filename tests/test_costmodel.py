@@ -125,14 +125,14 @@ def test_topology_model_reduces_to_the_single_link_model():
     """On one node every link is alike and nothing queues: the cluster model's flat ring
     is predict_time's ring, and the hierarchical all-reduce on uniform links sends the
     ring's bytes in fewer rounds."""
-    from companion.topology import Cluster
+    from companion.topology import Cluster, predict
 
     alpha, beta, n = 1e-4, 1e9, 8_400_000
     for k in (2, 3, 4, 6):
         one_node = Cluster(1, k, intra=(alpha, beta))
-        assert M.predict_on_cluster("ring", n, one_node) == pytest.approx(
+        assert predict("ring", n, one_node) == pytest.approx(
             M.predict_time("ring", n, k, alpha, beta))
     uniform = Cluster(2, 3, intra=(alpha, beta), inter=(alpha, beta))
-    hier = M.predict_on_cluster("hierarchical", n, uniform)
+    hier = predict("hierarchical", n, uniform)
     assert hier == pytest.approx(4 * (alpha + n / 3 / beta) + 2 * (alpha + n / 6 / beta))
     assert hier - 6 * alpha == pytest.approx(M.predict_time("ring", n, 6, alpha, beta) - 10 * alpha)

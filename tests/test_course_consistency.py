@@ -1,4 +1,4 @@
-"""The course's study aids agree with each other (issue #15).
+"""The course's study aids agree with each other.
 
 * The lecture pages a notebook cites (in any Markdown cell) are summarised, computed, in
   its header ("Lectures: ...") and in the README's table: the three cannot drift apart.

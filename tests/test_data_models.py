@@ -87,13 +87,16 @@ def test_bad_model_sizes_raise():
         models.TinyMLP(depth=0)
 
 
-def test_data_are_found_inside_the_package_from_any_folder(tmp_path, monkeypatch):
-    """Issue #20: a wheel has no repository-level data/; the package carries its own."""
+def test_a_clone_reads_its_top_level_data_from_any_folder(tmp_path, monkeypatch):
+    """In a clone (and an editable install) the data are the repository's data/; a wheel
+    carries the same files as companion/_data/ (tests/test_colab_install.py installs one)."""
+    from pathlib import Path
+
     import companion
 
     monkeypatch.delenv("COMPANION_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert str(data.data_dir()).startswith(str(__import__("pathlib").Path(companion.__file__).parent))
+    assert Path(data.data_dir()) == Path(companion.__file__).resolve().parent.parent / "data"
     assert len(data.load_corpus()) > 1000
 
 

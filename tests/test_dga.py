@@ -14,7 +14,7 @@ import companion
 from companion import dga, launch
 from companion.data import digits_batch
 from companion.models import TinyMLP
-from companion.dga.lr import lr_at
+from companion.compression.lr import lr_at
 
 from companion.data import load_digits
 

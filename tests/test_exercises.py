@@ -1,4 +1,4 @@
-"""Every exercise of every notebook, attempted four ways on real ranks (issue #15).
+"""Every exercise of every notebook, attempted four ways on real ranks.
 
 For each registered exercise:
 (a) the solution in its notebook (the nbgrader solution cell) passes;

@@ -1,4 +1,4 @@
-"""The learning loop's machinery (issue #15): the watcher, the feedback, predictions.
+"""The learning loop's machinery: the watcher, the feedback, predictions.
 
 The exercises themselves are attempted four ways in tests/test_exercises.py; here each
 piece is tested on its own, on real ranks where it watches communication.

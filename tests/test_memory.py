@@ -6,6 +6,8 @@ import math
 import pytest
 import torch
 
+from companion.collectives.accounting import ring_bytes
+from companion.collectives.log import CommLog
 from companion.data_parallel import memory as M
 
 
@@ -91,10 +93,14 @@ def test_communication_volume_2_2_2_3():
 
 
 def test_ledger_and_held_bytes():
-    ledger = M.CommLedger(4)
+    ledger = CommLog(4)  # what DDP, ZeRO and FSDP own as .ledger
     ledger.record("all_reduce", 400)
     ledger.record("broadcast", 400)
     assert ledger.bytes_sent() == 600 and ledger.bytes_sent(include_broadcast=True) == 1000
+    assert ledger.bytes(kind="all_reduce", wire=False) == 400 and len(ledger) == 2
+    assert ledger.counts() == {"all_reduce": 1, "broadcast": 1}
+    ledger.reset()
+    assert ledger.bytes_sent() == 0 and len(ledger) == 0
     full = torch.zeros(100)
     view = full[10:20]
     assert M.held_bytes([full, view, torch.zeros(5)]) == 420
@@ -105,7 +111,26 @@ def test_ledger_and_held_bytes():
     opt.param_groups[0]["params"][0].grad = torch.ones(10)
     opt.step()
     assert M.held_bytes(M.optimizer_state_tensors(opt)) == 80 + 4  # two moments + step
-    assert not math.isnan(M.ring_bytes_sent("broadcast", 10, 1))
+    assert not math.isnan(ring_bytes("broadcast", 10, 1))
+
+
+def test_ring_bytes_one_convention_for_every_kind():
+    """nbytes is the full buffer: (N-1)/N of it for all-gather, reduce-scatter and
+    all-to-all, 2 (N-1)/N for all-reduce, 1x for broadcast and send, 0 on one rank."""
+    for kind in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert ring_bytes(kind, 1000, 4) == 750
+    assert ring_bytes("all_reduce", 1000, 4) == 1500
+    assert ring_bytes("broadcast", 1000, 4) == ring_bytes("send", 1000, 2) == 1000
+    for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send"):
+        assert ring_bytes(kind, 1000, 1) == 0
+    assert ring_bytes("all_reduce", 3 * 10**15, 3) == 4 * 10**15  # whole answers stay exact
+    # an all-gather's per-rank piece, scaled to the full buffer, sends (N-1) pieces
+    assert ring_bytes("all_gather", 250 * 4, 4) == 3 * 250
+    for args, name in ((("scatter", 1000, 4), "kind"), (("all_reduce", 1000, 0), "world_size"),
+                       (("all_reduce", 1000, 2.0), "world_size"),
+                       (("all_reduce", -1, 4), "nbytes"), (("all_reduce", math.nan, 4), "nbytes")):
+        with pytest.raises(ValueError, match=name):
+            ring_bytes(*args)
 
 
 def test_presets_reproduce_published_parameter_counts():

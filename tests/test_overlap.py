@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import companion
-from companion.data_parallel.comm import ring_bytes
+from companion.collectives.accounting import ring_bytes
 from companion.overlap import (crossover_batch, draw_overlap, measure_overlap, merge_spans,
                                mlp_flops, overlap_length, predicted_crossover,
                                slowest_rank_exposed, span_length, step_timeline)

@@ -157,7 +157,7 @@ def test_sequence_parallel_block_equals_full_block():
 def test_call_many_checks_each_row_against_the_real_world_size():
     # Notebook 06 runs its 2D rows through call_many; a row whose check depends on the
     # world size (ulysses_size must divide it) must see 4 ranks inside the ranks too.
-    from companion.tensor_parallel import call_many
+    from companion.experiments import call_many
 
     rows = companion.launch(call_many, [(compare_attention, dict(method="hybrid", ulysses_size=2))],
                             world_size=4)

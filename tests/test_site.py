@@ -1,4 +1,4 @@
-"""`make present` and `make site` (issue #20): the landing page and the site index are
+"""`make present` and `make site`: the landing page and the site index are
 made from the notebooks' own headers; the static site holds executed notebooks with their
 plots and widget state.
 

@@ -1,4 +1,4 @@
-"""`make student` (issue #15): solution-free notebooks that still run up to the first check.
+"""`make student`: solution-free notebooks that still run up to the first check.
 
 The release (``companion.tools.release``) follows nbgrader's convention. These tests
 check the rule itself against nbgrader's documented behaviour, then the real release:

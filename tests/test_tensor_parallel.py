@@ -6,7 +6,8 @@ import torch
 
 import companion
 from companion.collectives import log as comm_log
-from companion.tensor_parallel import (activation_bytes, call_many, compare_with_reference,
+from companion.experiments import call_many
+from companion.tensor_parallel import (activation_bytes, compare_with_reference,
                                        dtensor_mlp_compare, f, g, run_mlp)
 
 # float64 throughout: at world size > 1 the all-reduce adds the ranks' partial matmuls in
@@ -173,16 +174,18 @@ def test_split_explorer_widget_redraws_and_rejects_bad_sizes(capsys):
     assert "Invalid input: n_heads=4 is not divisible by t=3" in capsys.readouterr().out
 
 
-def test_activation_memory_explorer_follows_formula():
+def test_activation_memory_widget_follows_formula_as_notebook_05_shows_it():
     import matplotlib
     matplotlib.use("Agg")
     from companion.data_parallel.memory import activation_memory_per_layer as amp
-    from companion.widgets import activation_memory_explorer
+    from companion.widgets import activation_memory
 
-    w = activation_memory_explorer()
+    w = activation_memory(seq_len=4096, hidden=4096, heads=32, tp=8, tp_degrees=(1, 2, 4, 8),
+                          controls=("seq_len", "tp", "sequence_parallel", "recompute"))
+    assert w.tp.options == (1, 2, 4, 8)
     before = dict(w.values)
     w.tp.value = 2
     assert w.values != before
-    assert w.values["TP+SP"] == amp(w.seq.value, 1, 4096, 32, tp=2, sequence_parallel=True)
+    assert w.values["TP+SP"] == amp(w.seq_len.value, 1, 4096, 32, tp=2, sequence_parallel=True)
     # Sequence parallelism makes the whole layer scale with 1/t (CS336 L8).
-    assert w.values["TP+SP"] == pytest.approx(w.values["none"] / 2)
+    assert w.values["TP+SP"] == pytest.approx(w.values["no parallelism"] / 2)

@@ -1,4 +1,4 @@
-"""The Chinese edition stays in step with the English one (issue #21).
+"""The Chinese edition stays in step with the English one.
 
 * messages: every ``_("...")`` of the package has zh-CN and zh-TW, with the same
   placeholders; English output is unchanged; Chinese is chosen by one call or by the

@@ -1,6 +1,6 @@
 """showing() in a real ipykernel: the kernel keeps calling its own streams and display
 publisher while a widget draws, and callbacks running at once keep their outputs apart
-(issue #14: pressing a slider's arrow key three times made the kernel report
+(pressing a slider's arrow key three times made the kernel report
 ``'Publisher' object has no attribute 'set_parent'``).
 
 No browser: a kernel is started with jupyter_client, cells are executed and widget
@@ -122,6 +122,9 @@ def test_callbacks_drawing_at_once_keep_their_outputs_apart(kernel):
      ".simulate('1f1b', 4, 8)])", "frame", [59, 58, 57, 56, 57, 58, 59, 60] * 3, "value"),
     # a dropdown syncs its index
     ("w.schedule_explorer()", "schedule", [2, 1, 2, 3], "index"),
+    # a widget that draws into an Image, as notebook 05 shows it
+    ("w.activation_memory(controls=('seq_len', 'tp'), tp_degrees=(1, 2, 4, 8))", "tp",
+     [0, 3, 1, 2, 0, 3], "index"),
     ("w._base.frame_player(5, lambda i, ax: ax.set_title(f'frame {i}'))", "slider",
      [1, 2, 3, 4, 3, 2, 1, 0] * 3, "value"),
 ])

@@ -1,4 +1,4 @@
-"""Widgets that draw while their cell runs must not hang Voila (issue #10).
+"""Widgets that draw while their cell runs must not hang Voila.
 
 Voila executes a notebook with nbclient. While a cell runs, nbclient mimics the browser's
 Output widget: for every message the kernel asks an Output widget to capture (``with
@@ -29,7 +29,7 @@ SETUP = "%matplotlib inline\nimport ipywidgets\nimport companion.widgets as w"
 WIDGETS = [
     "w._base.frame_player(3, lambda i, ax: ax.set_title(f'frame {i}'))",
     "w.tp_split_explorer()",
-    "w.activation_memory_explorer()",
+    "w.activation_memory(controls=('seq_len', 'tp'))",
     "w.schedule_explorer()",
     "w.planner()",
     "w.zero_memory()",
@@ -57,7 +57,7 @@ def _run(sources, path, timeout=240):
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The widgets run once under nbclient, recording for which cells nbclient answered a
-    captured output on the shell socket (the race of issue #10)."""
+    captured output on the shell socket (a race in Voila's executor)."""
     answered, originals = [], {}
     for name in ("output", "clear_output"):
         originals[name] = original = getattr(OutputWidget, name)
@@ -81,7 +81,7 @@ def test_widgets_drawing_while_their_cell_runs_leave_nbclient_nothing_to_answer(
     assert answered == {old_cell}, (
         f"nbclient answered captured outputs of cells {sorted(answered)}; "
         f"{[nb.cells[i].source.splitlines()[0] for i in answered - {old_cell}]} "
-        "draw with `with output:`: use companion.widgets._base.showing (issue #10)")
+        "draw with `with output:`: use companion.widgets._base.showing")
     errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
     assert not errors, errors[0]
     assert seconds < 200, f"{seconds:.0f} s: a lost execute_reply waits for the timeout"

@@ -34,7 +34,7 @@ import dataclasses
 import itertools
 import math
 
-from ..planner.cost import collective_time
+from ..planner.links import collective_time
 from ..validation import positive_int, positive_number
 from .graph import Graph, Node
 

@@ -19,6 +19,11 @@ micro-batches of activations on the stage that has s stages from it to the end (
 memory argument); a stage sends its output and receives its gradient over one NIC per
 device (NVLink on a one-node cluster); a DP group's gradient all-reduce happens once per
 step and is charged as 1/B of it per micro-batch; no ZeRO inside a stage.
+
+The layers the program slices (:func:`model_layers` builds them from a
+``planner.ModelSpec``) are :mod:`.layers`; the sub-mesh shapes and the default intra-op
+cost, :mod:`.intra_op`. This module hands both on, as the notebook uses them beside the
+program.
 """
 from __future__ import annotations
 
@@ -27,65 +32,12 @@ import functools
 import itertools
 import math
 
-from ..data_parallel import memory
-from ..planner.links import group_collective_time
-from ..planner.specs import ModelSpec
-from ..validation import callable_arg, fraction, positive_int, positive_number
+from ..validation import callable_arg, positive_int
+from .intra_op import IntraOpChoice, alpha_beta_intra_op, submesh_shapes
+from .layers import LLAMA_3_2_1B, Layer, model_layers
 
-__all__ = ["Layer", "IntraOpChoice", "model_layers", "submesh_shapes", "pipeline_time",
-           "alpha_beta_intra_op", "plan_stages", "brute_force_stages", "equal_layers_plan",
-           "compare_with_equal_split", "LLAMA_3_2_1B"]
-
-# A model whose ends outweigh its blocks: the output head (128,256 x 2,048) does the
-# matrix work of 4.3 blocks and keeps fp32 logits. Shape from Meta's model card
-# (https://huggingface.co/meta-llama/Llama-3.2-1B, config.json); 8,192-token sequences.
-LLAMA_3_2_1B = ModelSpec("Llama-3.2 1B", layers=16, hidden=2048, heads=32, seq_len=8192,
-                         vocab=128256, ffn_hidden=8192, kv_heads=8, gated_mlp=True,
-                         tied_embeddings=True, published_params=1.23e9)
-
-
-@dataclasses.dataclass(frozen=True)
-class Layer:
-    """One layer of the pipeline, per micro-batch: training FLOPs (forward and backward),
-    16-bit weight bytes, bytes of its output (what a stage boundary after it sends), bytes
-    kept for backward (default: the output), and what Megatron tensor parallelism
-    all-reduces in it (``tp_bytes`` over ``tp_calls`` calls, forward and backward)."""
-
-    name: str
-    flops: float
-    param_bytes: float
-    activation_bytes: float
-    saved_bytes: float | None = None
-    tp_bytes: float = 0.0
-    tp_calls: int = 0
-    kind: str = "block"  # "embedding" and "head" ride with the first/last stage in an equal split
-    batch: int | None = None  # sequences per micro-batch: a stage's DP degree must divide it
-
-    def __post_init__(self):
-        for field in ("flops", "param_bytes", "activation_bytes", "tp_bytes"):
-            positive_number(field, getattr(self, field), f"pass {field} of layer {self.name!r} "
-                            "as a finite number >= 0.", zero=True)
-        if self.saved_bytes is None:
-            object.__setattr__(self, "saved_bytes", self.activation_bytes)
-        positive_number("saved_bytes", self.saved_bytes, "pass bytes >= 0.", zero=True)
-        positive_int("tp_calls", self.tp_calls, "pass a count >= 0.", minimum=0)
-        if self.batch is not None:
-            positive_int("batch", self.batch, "pass sequences per micro-batch, or None.")
-
-
-@dataclasses.dataclass(frozen=True)
-class IntraOpChoice:
-    """What an intra-op cost function returns: seconds per micro-batch, bytes per device,
-    and a label of the sharding it chose (e.g. ``"DP2xTP4"``)."""
-
-    time: float
-    memory: float
-    config: str
-
-    def __post_init__(self):
-        positive_number("time", self.time, "an intra-op cost must be finite seconds >= 0.",
-                        zero=True)
-        positive_number("memory", self.memory, "pass bytes per device >= 0.", zero=True)
+__all__ = ["pipeline_time", "plan_stages", "brute_force_stages", "equal_layers_plan",
+           "compare_with_equal_split"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,100 +75,6 @@ def pipeline_time(stage_times, microbatches: int) -> float:
     if not times:
         raise ValueError("stage_times is empty; pass one time per stage.")
     return sum(times) + (microbatches - 1) * max(times)
-
-
-def submesh_shapes(cluster) -> list[tuple[int, int]]:
-    """Alpa's sub-mesh shapes on ``cluster`` (a ``planner.ClusterSpec``): (1, 1), (1, 2),
-    ..., (1, g) inside a node, then (2, g), ..., (nodes, g). Any multiset of them whose
-    sizes add up to the cluster can be placed on it (Alpa's appendix), so the dynamic
-    program only counts devices."""
-    g = getattr(cluster, "gpus_per_node", None)
-    if not isinstance(g, int) or g < 1 or g & (g - 1):
-        raise ValueError(f"cluster must be a planner.ClusterSpec with a power-of-two "
-                         f"gpus_per_node, got {cluster!r}.")
-    return [(1, 1 << k) for k in range(g.bit_length())] + [(n, g) for n in range(2, cluster.nodes + 1)]
-
-
-def model_layers(model, micro_batch: int = 1, blocks_per_layer: int = 1,
-                 recompute: str = "selective") -> list[Layer]:
-    """A ``planner.ModelSpec`` as pipeline layers: the input embedding, the transformer
-    blocks (``blocks_per_layer`` to a layer, to keep the search small) and the output head.
-
-    The embedding is a table lookup: its weights and optimizer state weigh as much as the
-    head's but it does no matrix multiply (counted 0 FLOPs). The head does 6 h V FLOPs per
-    token and keeps fp32 logits for the loss (4 s b V bytes); a block does 6 N_block FLOPs
-    per token plus attention's 6 s h, as ``ModelSpec.flops_per_token``. Tied embeddings:
-    the head keeps its own copy, as Megatron does when they sit on different stages.
-    """
-    positive_int("micro_batch", micro_batch, "pass sequences per micro-batch, e.g. 1.")
-    positive_int("blocks_per_layer", blocks_per_layer, "pass e.g. 1 or 4.")
-    if model.layers % blocks_per_layer:
-        raise ValueError(f"blocks_per_layer={blocks_per_layer} does not divide the model's "
-                         f"{model.layers} blocks; pick a divisor.")
-    s, b, h, v = model.seq_len, micro_batch, model.hidden, model.vocab
-    tokens, hidden = s * b, 2.0 * s * b * h  # a 16-bit [b, s, h] tensor
-    saved = memory.activation_memory_per_layer(s, b, h, model.heads, recompute=recompute)
-    k = blocks_per_layer
-    embed = Layer("embedding", 0.0, 2.0 * (model.embedding_params() - (0 if model.tied_embeddings
-                  else v * h)), hidden, tp_bytes=hidden, tp_calls=1, kind="embedding", batch=b)
-    block = dict(batch=b, flops=k * 6.0 * tokens * (model.layer_params() + s * h),
-                 param_bytes=k * 2.0 * model.layer_params(), activation_bytes=hidden,
-                 saved_bytes=k * saved, tp_bytes=k * 4 * hidden, tp_calls=4 * k)
-    blocks = [Layer(f"blocks {i * k}-{i * k + k - 1}" if k > 1 else f"block {i}", **block)
-              for i in range(model.layers // k)]
-    # the head's backward all-reduces its input gradient; the vocab-parallel loss adds
-    # three all-reduces of one fp32 number per token (max, sum of exponentials, target).
-    head = Layer("head", 6.0 * tokens * h * v, 2.0 * (v * h + model._norm()), 2.0 * tokens * v,
-                 saved_bytes=hidden + 4.0 * tokens * v, tp_bytes=hidden + 12.0 * tokens,
-                 tp_calls=4, kind="head", batch=b)
-    return [embed, *blocks, head]
-
-
-def alpha_beta_intra_op(cluster, microbatches: int, kernel_efficiency: float = 0.6, reserve_gb: float = 2.0):
-    """The default intra-op cost: for a run of layers on a sub-mesh, the fastest
-    DP x TP split (TP ranks adjacent, as Megatron places them) that fits in memory.
-
-    Both split the compute over all p devices and the stored activations too (DP splits
-    the micro-batch, TP with sequence parallelism the sequence). TP divides the weights
-    and optimizer state and all-reduces activations every micro-batch; DP keeps whole
-    copies and all-reduces gradients once per step; its degree must divide the layers'
-    ``batch`` (sequences per micro-batch). Mixed-precision Adam (16 B per parameter).
-    """
-    positive_int("microbatches", microbatches, "pass the number of micro-batches B.")
-    fraction("kernel_efficiency", kernel_efficiency, "pass the share of peak FLOP/s, e.g. 0.6.")
-    positive_number("reserve_gb", reserve_gb, "pass the GB kept free per GPU.", zero=True)
-    submesh_shapes(cluster)  # refuses a cluster the shapes cannot be built on
-    achieved = cluster.peak_tflops * 1e12 * kernel_efficiency
-    states_per_weight_byte = sum(memory.bytes_per_param("mixed", "adam").values()) / 2
-    capacity = (cluster.gpu_memory_gb - reserve_gb) * 1e9
-
-    def intra_op(layers, mesh, in_flight):
-        p = mesh[0] * mesh[1]
-        flops = sum(x.flops for x in layers)
-        weights = sum(x.param_bytes for x in layers)
-        saved = sum(x.saved_bytes for x in layers)
-        tp_bytes, tp_calls = sum(x.tp_bytes for x in layers), sum(x.tp_calls for x in layers)
-        batch = min((x.batch for x in layers if x.batch is not None), default=None)
-        best = None
-        for tp in (1 << k for k in range(p.bit_length()) if p % (1 << k) == 0):
-            dp = p // tp
-            if batch is not None and batch % dp:
-                continue
-            used = weights * states_per_weight_byte / tp + saved * in_flight / p
-            if used > capacity:
-                continue
-            t = flops / (p * achieved)
-            if tp > 1 and tp_calls:  # each DP replica's TP group on its share of the batch
-                t += tp_calls * group_collective_time("all_reduce", tp_bytes / dp / tp_calls,
-                                                      cluster, tp)
-            if dp > 1:
-                t += group_collective_time("all_reduce", weights / tp, cluster, dp,
-                                           tp) / microbatches
-            if best is None or t < best.time:
-                best = IntraOpChoice(t, used, f"DP{dp}xTP{tp}")
-        return best
-
-    return intra_op
 
 
 def _check(layers, cluster, microbatches, intra_op):

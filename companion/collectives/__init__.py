@@ -12,7 +12,11 @@ Taught in notebooks 01 (``01_collectives.ipynb``) and 02
 Topology-aware collectives (notebook 11: ``11_networks_and_topology.ipynb``):
 ``hierarchical_all_reduce``, ``torus_all_reduce`` and ``torus_all_to_all``; inside
 ``companion.topology.emulate(cluster)`` every message also records the link it crossed.
+
+``ring_bytes(kind, nbytes, world_size)`` is the one formula for the bytes a rank sends in
+a ring collective, which every later chapter's accounting calls.
 """
+from .accounting import ring_bytes
 from .all_reduce import (ALL_REDUCE_ALGORITHMS, naive_all_reduce, parameter_server_all_reduce,
                          recursive_doubling_all_reduce, recursive_halving_doubling_all_reduce,
                          reduce_scatter_all_gather_all_reduce, ring_all_reduce, tree_all_reduce)
@@ -31,5 +35,5 @@ __all__ = [
     "reduce_scatter_all_gather_all_reduce",
     "ALL_REDUCE_ALGORITHMS", "traffic", "Traffic", "Message", "replay", "chunk_sizes",
     "chunk_offsets", "hierarchical_all_reduce", "torus_all_reduce", "torus_all_to_all",
-    "node_groups",
+    "node_groups", "ring_bytes",
 ]

@@ -35,13 +35,12 @@ import torch.distributed as dist
 
 from . import ALL_REDUCE_ALGORITHMS
 from ..experiments import experiment
-from ..topology.model import predict as predict_on_cluster
 from ..validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["fit_alpha_beta", "fit_from_collectives", "coefficients", "predict_time",
            "crossover_bytes", "rd_rhd_crossover_bytes", "measured_crossover",
            "predict_from_traffic", "ping_pong", "time_all_reduce", "ALGORITHMS",
-           "MPICH_ALLREDUCE_SHORT_MSG_SIZE", "predict_on_cluster"]
+           "MPICH_ALLREDUCE_SHORT_MSG_SIZE"]
 
 ALGORITHMS = ("parameter_server", "naive", "tree", "ring", "recursive_doubling",
               "recursive_halving_doubling", "reduce_scatter+all_gather")

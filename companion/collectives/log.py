@@ -1,19 +1,21 @@
-"""Count the collectives a parallel layer issues: kind, bytes, forward or backward.
+"""Count the collectives a rank issues: kind, bytes, forward or backward.
 
-Taught in notebooks 05 (tensor parallelism) and 06 (sequence parallelism). Every
+Taught in notebooks 05 (tensor parallelism) and 06 (sequence parallelism); the same
+:class:`CommLog` is the ``.ledger`` of notebook 03's DDP, ZeRO and FSDP. Every
 collective in ``companion.tensor_parallel``, ``companion.sequence_parallel`` and
-``companion.sequence_parallel.moe`` goes through the thin wrappers below, which call ``torch.distributed``
-and, while a :func:`recording` block is active, append one :class:`Record`.
+``companion.sequence_parallel.moe`` goes through the thin wrappers below, which call
+``torch.distributed`` and, while a :func:`recording` block is active, append one
+:class:`Record`.
 
 Two byte counts are kept, because the literature uses both:
 
-* ``size_bytes``: the logical tensor the collective is about (the full activation for
-  an all-reduce, all-gather or reduce-scatter; the local input for an all-to-all).
-* ``wire_bytes``: what one rank sends with the bandwidth-optimal (ring) algorithm:
-  ``2(n-1)/n`` of the size for an all-reduce, ``(n-1)/n`` for an all-gather, a
-  reduce-scatter or an all-to-all, the whole tensor for a send. This is why an
-  all-gather plus a reduce-scatter (sequence parallelism) costs the same as the
-  all-reduce it replaces.
+* ``size_bytes``: the full logical buffer the collective is about (the full activation
+  for an all-reduce, all-gather or reduce-scatter; the local input for an all-to-all).
+* ``wire_bytes``: what one rank sends with the bandwidth-optimal (ring) algorithm,
+  :func:`companion.collectives.accounting.ring_bytes` of the size: ``2(n-1)/n`` of it
+  for an all-reduce, ``(n-1)/n`` for an all-gather, a reduce-scatter or an all-to-all,
+  the whole tensor for a send. This is why an all-gather plus a reduce-scatter
+  (sequence parallelism) costs the same as the all-reduce it replaces.
 
 The phase is read from autograd itself: a collective issued while the engine runs a
 backward pass is recorded as "backward", anything else as "forward".
@@ -27,13 +29,16 @@ import dataclasses
 import torch
 import torch.distributed as dist
 
+from ..validation import positive_int
+from .accounting import ring_bytes
+
 __all__ = ["Record", "CommLog", "recording", "all_reduce", "all_gather", "reduce_scatter",
-           "all_to_all", "exchange", "ring_wire_factor"]
+           "all_to_all", "exchange"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Record:
-    kind: str          # "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send"
+    kind: str          # a ring_bytes kind: "all_reduce", "all_to_all", "send", "broadcast", ...
     phase: str         # "forward" or "backward"
     size_bytes: int
     wire_bytes: float
@@ -42,10 +47,33 @@ class Record:
 
 
 class CommLog:
-    """The records of one :func:`recording` block, with summaries for tables and tests."""
+    """The collectives one rank issued, one :class:`Record` each, with summaries.
 
-    def __init__(self):
+    Filled two ways, so every count of traffic in the package is read from the tensors
+    actually sent, not from a formula: a :func:`recording` block collects every wrapped
+    collective issued inside it (tensor, sequence, expert parallelism, pipelines), and
+    each data-parallel wrapper (DDP, ZeRO, FSDP: notebook 03) owns one as ``.ledger``,
+    built with its ``group_size``, and calls :meth:`record` next to each collective.
+    """
+
+    def __init__(self, group_size: int | None = None):
+        if group_size is not None:
+            positive_int("group_size", group_size, "pass the ranks in the group, e.g. 4.")
+        self.group_size = group_size  # what record() assumes when not told
         self.records: list[Record] = []
+
+    def record(self, kind: str, nbytes: int, group_size: int | None = None,
+               label: str = "") -> None:
+        """Add one collective on a full buffer of ``nbytes`` (the ``ring_bytes`` convention)."""
+        n = self.group_size if group_size is None else group_size
+        if n is None:
+            raise ValueError("group_size is unknown: pass record(..., group_size=N) or build "
+                             "the log with CommLog(group_size=N).")
+        self.records.append(Record(kind, _phase(), int(nbytes), ring_bytes(kind, nbytes, n),
+                                   n, label))
+
+    def reset(self) -> None:
+        self.records.clear()
 
     def counts(self, phase: str | None = None, label: str | None = None) -> dict[str, int]:
         """{kind: number of calls}, optionally for one phase and/or label."""
@@ -57,6 +85,12 @@ class CommLog:
         """Total wire (default) or logical bytes of the selected records."""
         return sum(r.wire_bytes if wire else r.size_bytes
                    for r in self._select(phase, label) if kind in (None, r.kind))
+
+    def bytes_sent(self, include_broadcast: bool = False) -> float:
+        """Wire bytes sent, without the broadcasts a wrapper makes once when it is built
+        (they are no step's traffic) unless ``include_broadcast``."""
+        return sum(r.wire_bytes for r in self.records
+                   if include_broadcast or r.kind != "broadcast")
 
     def table(self) -> list[tuple[str, str, int, float]]:
         """Rows (phase, kind, calls, wire bytes), for printing."""
@@ -88,25 +122,14 @@ def recording():
         _active.remove(log)
 
 
-def ring_wire_factor(kind: str, n: int) -> float:
-    """Fraction of the logical size one rank sends with a ring algorithm on n ranks."""
-    if n <= 1:
-        return 0.0
-    return {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n,
-            "reduce_scatter": (n - 1) / n, "all_to_all": (n - 1) / n, "send": 1.0}[kind]
-
-
 def _phase() -> str:
     # -1 outside the autograd engine; a graph-task id while backward() is running.
     return "backward" if torch._C._current_graph_task_id() != -1 else "forward"
 
 
 def _record(kind: str, tensor_bytes: int, n: int, label: str) -> None:
-    if _active:
-        rec = Record(kind, _phase(), int(tensor_bytes),
-                     tensor_bytes * ring_wire_factor(kind, n), n, label)
-        for log in _active:
-            log.records.append(rec)
+    for log in _active:
+        log.record(kind, tensor_bytes, n, label)
 
 
 def _size(group) -> int:

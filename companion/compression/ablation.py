@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch
 from ..experiments import experiment
-from ..dga.lr import lr_at
+from .lr import lr_at
 from .sparse import ABLATION
 from .stacked import train_stacked
 from .train import (BiasFreeMLP, MomentumSGD, _accuracy, _check_compressor, check_run,

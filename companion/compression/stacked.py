@@ -29,7 +29,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import runtime
-from ..dga.lr import lr_at
+from .lr import lr_at
 from ..data import global_batch_indices, shard
 from .sparse import DGCConfig, density_schedule, lr_warmup
 from .train import BiasFreeMLP, check_run, split_digits

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch, load_digits
 from ..experiments import experiment
-from ..dga.lr import lr_at
+from .lr import lr_at
 from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
 from .sparse import DGC, DGCConfig

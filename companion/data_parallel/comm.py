@@ -8,7 +8,8 @@ is :class:`companion.network.delayed.DelayedComm` from notebook 08.
 returns a handle at once and the caller computes until it needs the result
 (``handle.wait()``). With ``link=DelayedComm(alpha, beta)`` every collective is really
 performed on the link's thread and delivered ``bytes / beta`` later, where ``bytes`` is
-what one rank sends in a ring algorithm (CS336 L8 section 2.2):
+what one rank sends in a ring algorithm (CS336 L8 section 2.2;
+:func:`companion.collectives.accounting.ring_bytes`):
 
     all-reduce of S bytes      2 (N - 1) / N * S
     all-gather into S bytes        (N - 1) / N * S
@@ -33,18 +34,9 @@ import time
 import torch
 import torch.distributed as dist
 
-__all__ = ["Collectives", "ring_bytes"]
+from ..collectives.accounting import ring_bytes
 
-_FACTOR = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}
-
-
-def ring_bytes(kind: str, nbytes: int, world_size: int) -> float:
-    """Bytes one rank sends in a ring ``kind`` over a buffer of ``nbytes`` (see above)."""
-    if kind not in _FACTOR:
-        raise ValueError(f"kind must be one of {sorted(_FACTOR)}, got {kind!r}.")
-    if not (isinstance(world_size, int) and world_size >= 1):
-        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}.")
-    return _FACTOR[kind] * (world_size - 1) / world_size * nbytes
+__all__ = ["Collectives"]
 
 
 class _Handle:

@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .memory import CommLedger
+from ..collectives.log import CommLog
 from .comm import Collectives
 from ..validation import positive_number
 
@@ -61,7 +61,7 @@ class DDP(nn.Module):
         self.group = process_group
         self.comm = Collectives(process_group, link)
         self.world_size = self.comm.world_size
-        self.ledger = CommLedger(self.world_size)
+        self.ledger = CommLog(self.world_size)
         self._sync = True
         source = 0 if process_group is None else dist.get_global_rank(process_group, 0)
         with torch.no_grad():

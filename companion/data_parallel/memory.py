@@ -19,18 +19,18 @@ Large Transformer Models"), Table 2, for one transformer layer in 16-bit precisi
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 import torch
 
 # The course's unit (companion.units): GB = 10**9 bytes, as in the ZeRO paper and the
 # lectures (7.5e9 parameters x 16 B = "120 GB"); re-exported as memory.GB.
+from ..collectives.accounting import ring_bytes
 from ..units import GB
 from ..validation import positive_number
 
 __all__ = ["PRECISIONS", "OPTIMIZERS", "bytes_per_param", "zero_memory_per_gpu",
            "max_params_that_fit", "activation_memory_per_layer", "communication_volume",
-           "ring_bytes_sent", "CommLedger", "held_bytes", "optimizer_state_tensors", "GB",
+           "held_bytes", "optimizer_state_tensors", "GB",
            "transformer_params", "MODEL_CONFIGS"]
 
 
@@ -153,22 +153,6 @@ def activation_memory_per_layer(seq_len, batch, hidden, heads, tp=1,
     return sbh * (10 + 24 / t + attention / t)
 
 
-def ring_bytes_sent(op: str, nbytes, world_size: int) -> float:
-    """Bytes one rank sends for a collective on a ``nbytes`` buffer (ring algorithms).
-
-    ``nbytes`` is the full (unsharded) size: all-gather and reduce-scatter each send
-    (N - 1) / N of it; all-reduce = reduce-scatter + all-gather sends twice that;
-    broadcast in a ring forwards the buffer once.
-    """
-    n = world_size
-    factor = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1}
-    if op not in factor:
-        raise ValueError(f"unknown collective {op!r}; use one of {sorted(factor)}.")
-    if op == "broadcast":
-        return float(nbytes) if n > 1 else 0.0
-    return factor[op] * nbytes * (n - 1) / n
-
-
 def communication_volume(num_params, world_size, stage, bytes_per_element=2) -> dict:
     """Bytes each rank sends per training step, for DDP (stage 0) and ZeRO stages 1-3.
 
@@ -185,40 +169,11 @@ def communication_volume(num_params, world_size, stage, bytes_per_element=2) -> 
     payload = num_params * bytes_per_element
     ops = ({"all_reduce": 1} if stage == 0 else
            {"reduce_scatter": 1, "all_gather": 2 if stage == 3 else 1})
-    out = {op: count * ring_bytes_sent(op, payload, world_size) for op, count in ops.items()}
+    # _positive lets a whole float through (8.0 ranks); ring_bytes counts ranks as ints
+    out = {op: count * ring_bytes(op, payload, int(world_size)) for op, count in ops.items()}
     out["total"] = sum(out.values())
     out["multiple"] = 3 if stage == 3 else 2
     return out
-
-
-class CommLedger:
-    """Records the collectives a rank issues, with their real buffer sizes.
-
-    Each data-parallel wrapper in the package owns one (``.ledger``) and calls
-    :meth:`record` next to every collective, so a step's traffic is counted from the
-    tensors actually sent, not from a formula.
-    """
-
-    def __init__(self, world_size: int):
-        self.world_size = world_size
-        self.calls = []  # (op, full-buffer bytes)
-
-    def record(self, op: str, nbytes: int) -> None:
-        self.calls.append((op, int(nbytes)))
-
-    def reset(self) -> None:
-        self.calls.clear()
-
-    def bytes_by_op(self) -> dict:
-        out = defaultdict(int)
-        for op, nbytes in self.calls:
-            out[op] += nbytes
-        return dict(out)
-
-    def bytes_sent(self, include_broadcast: bool = False) -> float:
-        """Ring bytes this rank sent (broadcasts at construction excluded by default)."""
-        return sum(ring_bytes_sent(op, nbytes, self.world_size) for op, nbytes in self.calls
-                   if include_broadcast or op != "broadcast")
 
 
 def held_bytes(tensors) -> int:

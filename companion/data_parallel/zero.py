@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .memory import CommLedger
+from ..collectives.log import CommLog
 from ..validation import nonnegative_int, positive_int
 
 __all__ = ["ShardedOptimizer", "chunk_size", "chunk_bounds", "pack_chunks", "unpack_chunks"]
@@ -93,7 +93,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
                             f"{optimizer_cls!r}; pass e.g. torch.optim.AdamW (not an instance).")
         self.stage = stage
         self.world_size, self.rank = dist.get_world_size(), dist.get_rank()
-        self.ledger = CommLedger(self.world_size)
+        self.ledger = CommLog(self.world_size)
         self.optimizer = None
         self._layouts = []        # per outer group: [(param, lo, hi, chunk view)]
         self._pending_inner = []  # inner groups created before the wrapped optimizer exists

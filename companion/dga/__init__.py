@@ -4,13 +4,16 @@ Taught in notebook 08 (``notebooks/08_delayed_gradient_averaging.ipynb``; L20 p.
 Zhu et al., NeurIPS 2021):
 
 * :mod:`.algorithms`: synchronous SGD, DGA and FedAvg on real ranks behind an emulated link;
+* :mod:`.problems`: the digits problem they train (data split, TinyMLP gradients);
+* :mod:`.runs`: the launched runs (``train``, ``toy_train``, ``sweep``) and their overlap;
 * :mod:`.model`: their closed-form step times, and the speed of light in fibre;
-* :mod:`.lr`: the learning-rate schedules they train with.
+* their learning-rate schedules are notebook 07's (:mod:`companion.compression.lr`).
 """
 from . import model
-from .algorithms import (ALGORITHMS, digits_split, dga_update, mlp_problem, overlap_fraction,
-                         quadratic_grad_fn, run_worker, side_by_side, simulate, stale_update,
-                         sweep, toy_train, train)
+from .algorithms import (ALGORITHMS, dga_update, quadratic_grad_fn, run_worker, simulate,
+                         stale_update)
+from .problems import digits_split, mlp_problem, side_by_side
+from .runs import overlap_fraction, sweep, toy_train, train
 
 __all__ = ["ALGORITHMS", "dga_update", "stale_update", "run_worker", "simulate",
            "digits_split", "mlp_problem", "side_by_side", "quadratic_grad_fn", "train",

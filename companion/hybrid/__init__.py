@@ -8,14 +8,17 @@ pieces on the process sub-groups of torch's ``init_device_mesh`` and returns, pe
 what it holds next to a single-process reference and the bytes it moved next to a
 prediction.
 
-* :mod:`.common`: the tiny transformer, its reference, its pipeline stages and step;
+* :mod:`.transformer`: the tiny transformer, its reference and its planner spec;
+* :mod:`.pipeline_stage`: its pipeline stages, trained through ``companion.pipeline``'s
+  executor; :mod:`.mesh`: the mesh check and DDP's byte count every run shares;
 * :mod:`.mesh2d`: ``train_dp_tp`` and ``train_pp_dp`` (notebook 09);
 * :mod:`.miniature`: a planner configuration run at degree 2 on 4 ranks (notebook 09);
 * :mod:`.mesh3d`: ``train_dp_tp_pp`` on 8 ranks, bytes predicted by the planner;
 * :mod:`.expert`: ``train_ep_dp``, notebook 06's MoE layer with EP x DP, and the
   closed form of its all-to-all bytes.
 """
-from .common import TRANSFORMER, TransformerStage, transformer_reference, transformer_spec
+from .pipeline_stage import TransformerStage
+from .transformer import TRANSFORMER, transformer_reference, transformer_spec
 from .expert import ep_all_to_all_bytes, train_ep_dp
 from .mesh2d import parallelize_dp_tp, train_dp_tp, train_pp_dp
 from .mesh3d import MEGATRON_ORDER, predicted_bytes, train_dp_tp_pp

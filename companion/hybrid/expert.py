@@ -45,7 +45,7 @@ from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..sequence_parallel.moe import ExpertParallelMoE, MoE
 from ..validation import positive_int, positive_number, preflight
-from .common import check_mesh
+from .mesh import check_mesh
 
 __all__ = ["train_ep_dp", "ep_all_to_all_bytes"]
 

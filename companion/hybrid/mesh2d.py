@@ -9,10 +9,11 @@ parallelism: it composes the package's pieces on process sub-groups from torch's
   wrapped in ``companion.DDP`` on the DP group (notebook 03). TP ranks of one replica
   see the same data shard; DP replicas see different shards.
 * **PP x DP** (``train_pp_dp``): the same transformer (untied) cut into
-  ``TransformerStage`` pieces runs a ``companion.pipeline`` schedule (notebook 04)
-  with point-to-point sends to the neighbouring stage of the same replica; each stage in
-  ``companion.DDP`` on its DP group, synchronising only on the last backward of a step
-  (``no_sync`` for the others, as with torch's DDP under gradient accumulation).
+  ``TransformerStage`` pieces runs a ``companion.pipeline`` schedule through notebook
+  04's executor, with point-to-point sends to the neighbouring stage of the same
+  replica; each stage in ``companion.DDP`` on its DP group, synchronising only on the
+  last backward of a step (``no_sync`` for the others, as with torch's DDP under
+  gradient accumulation).
 
 Both return, per rank, the parameters they own next to the same shard of a
 single-process reference trained on the full batch, and the bytes they handed to each
@@ -34,8 +35,9 @@ from ..experiments import experiment
 from ..models import TinyTransformer
 from ..pipeline import make_schedule
 from ..validation import positive_int, preflight
-from .common import (TRANSFORMER, TransformerStage, check_heads, check_mesh, check_reference,
-                     ledger_bytes, train_pipeline_stage, transformer_reference)
+from .mesh import check_mesh, ledger_bytes
+from .pipeline_stage import TransformerStage, train_pipeline_stage
+from .transformer import TRANSFORMER, check_heads, check_reference, transformer_reference
 
 __all__ = ["parallelize_dp_tp", "train_dp_tp", "train_pp_dp"]
 
@@ -127,11 +129,10 @@ def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
     piece = TransformerStage(full, stage, pp)
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
-    neighbour = {d: int(mesh.mesh[stage + d, dp_rank]) for d in (-1, 1) if 0 <= stage + d < pp}
+    ranks = [int(mesh.mesh[s, dp_rank]) for s in range(pp)]  # this replica's stages
     losses, p2p_bytes = train_pipeline_stage(
-        ddp, opt, sched.ops[stage], stage, pp, neighbour, corpus=corpus, steps=steps,
-        batch=batch, seed=seed, dp_rank=dp_rank, dp=dp, microbatches=microbatches,
-        loss_copies=dp)
+        ddp, opt, sched, stage, ranks, corpus=corpus, steps=steps, batch=batch, seed=seed,
+        dp_rank=dp_rank, dp=dp, loss_copies=dp)
     ref = transformer_reference(steps=steps, batch=batch, lr=lr, seed=seed, tie_weights=False)
     ref_piece = TransformerStage(ref["model"], stage, pp)
     return {"coords": (stage, dp_rank), "losses": losses, "ref_losses": ref["losses"],

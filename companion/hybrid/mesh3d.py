@@ -4,8 +4,9 @@ Taught in notebook 12 (``notebooks/12_auto_parallelism.ipynb``, the real 3D run)
 stacks notebook 09's two 2x2 runs. Every rank builds the untied tiny transformer, makes
 its blocks tensor-parallel on its TP group (``tensor_parallel.ParallelBlock``, notebook
 05, without sequence parallelism), keeps its pipeline stage (``TransformerStage``,
-notebook 04's 1F1B or GPipe schedule over point-to-point sends) and wraps that stage in
-``companion.DDP`` on its DP group (notebook 03).
+notebook 04's 1F1B or GPipe schedule, run by that notebook's executor over
+point-to-point sends) and wraps that stage in ``companion.DDP`` on its DP group
+(notebook 03).
 
 **Rank placement.** ``init_device_mesh`` is row-major, the last dimension innermost.
 The default ``order=("pp", "dp", "tp")`` is Megatron-LM's default rank order,
@@ -42,9 +43,10 @@ from ..experiments import experiment
 from ..models import TinyTransformer
 from ..pipeline import make_schedule
 from ..validation import nonnegative_int, one_of, positive_int, preflight
-from .common import (TRANSFORMER, TransformerStage, check_heads, check_mesh, check_reference,
-                     ledger_bytes, train_pipeline_stage, transformer_reference,
-                     transformer_spec)
+from .mesh import check_mesh, ledger_bytes
+from .pipeline_stage import TransformerStage, train_pipeline_stage
+from .transformer import (TRANSFORMER, check_heads, check_reference, transformer_reference,
+                          transformer_spec)
 from .mesh2d import parallelize_dp_tp
 
 __all__ = ["train_dp_tp_pp", "predicted_bytes", "MEGATRON_ORDER"]
@@ -155,13 +157,12 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     sched = make_schedule(schedule, pp, microbatches)
-    neighbour = {d: global_rank(pp=stage + d) for d in (-1, 1) if 0 <= stage + d < pp}
+    ranks = [global_rank(pp=s) for s in range(pp)]  # this rank's twins in every stage
     with comm_log.recording() as log:
         # The tp copies of one replica's loss are equal: dp * tp copies in all.
         losses, p2p_bytes = train_pipeline_stage(
-            ddp, opt, sched.ops[stage], stage, pp, neighbour, corpus=corpus, steps=steps,
-            batch=batch, seed=seed, dp_rank=dp_rank, dp=dp, microbatches=microbatches,
-            loss_copies=dp * tp)
+            ddp, opt, sched, stage, ranks, corpus=corpus, steps=steps, batch=batch,
+            seed=seed, dp_rank=dp_rank, dp=dp, loss_copies=dp * tp)
     seconds = time.perf_counter() - start
     # A degree of 1 runs its collectives on a group of one: the logs count the calls
     # but no byte leaves the rank.

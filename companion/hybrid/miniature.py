@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import runtime
 from ..validation import positive_int, preflight
-from .common import check_reference, transformer_spec
+from .transformer import check_reference, transformer_spec
 from .mesh2d import train_dp_tp, train_pp_dp
 
 __all__ = ["miniature_name", "run_in_miniature"]

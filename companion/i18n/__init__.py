@@ -1,6 +1,6 @@
 """The language a student reads: English (the default), Simplified or Traditional Chinese.
 
-Issue #21, the Chinese edition. A notebook in ``notebooks/zh-CN/`` or ``notebooks/zh-TW/``
+The Chinese edition. A notebook in ``notebooks/zh-CN/`` or ``notebooks/zh-TW/``
 speaks its language without any call: the kernel runs in that folder (JupyterLab and
 nbval start it there) and :func:`get_language` reads the folder's name. Anywhere else,
 one call in the first cell chooses::
@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "set_language", "get_language"]
@@ -50,15 +49,34 @@ def _normalise(language, argument: str = "language") -> str:
 def set_language(language: str) -> str:
     """Speak ``language`` ("en", "zh-CN" or "zh-TW") from now on; returns it.
 
-    Chinese also registers the package's CJK font with matplotlib (notebook 00's first
-    cell in the Chinese edition needs nothing more)."""
+    Whoever follows the language (:func:`on_language_change`; ``companion.plotting``
+    registers the CJK font for Chinese) is told."""
     global _chosen
     _chosen = _normalise(language)
     os.environ[ENV] = _chosen
-    if _chosen != "en":
-        from ..plotting import use_cjk_font
-        use_cjk_font()
+    _tell(_chosen)
     return _chosen
+
+
+_listeners: list = []
+_told: str | None = None
+
+
+def on_language_change(callback) -> None:
+    """Call ``callback(language)`` now, and again whenever the language is set or found.
+
+    This is how a layer above follows the language without this package knowing it:
+    ``companion.plotting`` registers the CJK font with matplotlib when it turns Chinese.
+    """
+    _listeners.append(callback)
+    callback(get_language())
+
+
+def _tell(language: str) -> None:
+    global _told
+    _told = language
+    for callback in list(_listeners):
+        callback(language)
 
 
 def _from_folder() -> str | None:
@@ -87,11 +105,10 @@ def get_language() -> str:
             return _normalise(env, ENV)
         except ValueError:
             return "en"   # a typo in the environment must not break every message
-    found = _from_folder()
-    if found and "matplotlib" in sys.modules:   # never import matplotlib into a rank
-        from ..plotting import use_cjk_font
-        use_cjk_font()
-    return found or "en"
+    found = _from_folder() or "en"
+    if found != _told and _listeners:   # a kernel just opened in a Chinese edition's folder
+        _tell(found)
+    return found
 
 
 @functools.lru_cache(maxsize=None)

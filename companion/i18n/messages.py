@@ -205,8 +205,6 @@ ZH_CN = {
     "output feature": "输出特征",
     "layer": "层",
     "t (TP size)": "t（TP 规模）",
-    "seq len": "序列长度",
-    "activation memory per layer (GB)": "每层激活内存（GB）",
     "before: rank r holds tokens of shard r, all heads": "之前：rank r 持有分片 r 的 token，所有头",
     "after all-to-all: rank r holds all tokens of its heads (attention runs locally)":
         "全交换之后：rank r 持有其负责的头的全部 token（注意力在本地计算）",

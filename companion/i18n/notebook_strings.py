@@ -1,5 +1,5 @@
 """Strings that the notebooks' code (English, shared by every edition) passes to the
-package, in Simplified Chinese: prediction questions, units and choices (issue #21).
+package, in Simplified Chinese: prediction questions, units and choices.
 Looked up like :mod:`.messages`; tests/test_translations.py checks that every literal
 question, unit and choice of every notebook has an entry and that each key is still used.
 Questions a cell builds with an f-string stay English (their text is computed there).

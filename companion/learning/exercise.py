@@ -115,7 +115,7 @@ class Exercise:
             id=self.id, level=_(self.level), title=self.shown("title"))
 
     def shown(self, field: str):
-        """``title``, ``task`` or ``hints`` in the student's language (issue #21): the
+        """``title``, ``task`` or ``hints`` in the student's language: the
         translators' text when the language is Chinese, else the English field."""
         return exercise_text(self.id, field, getattr(self, field))
 

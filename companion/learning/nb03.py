@@ -8,17 +8,17 @@
 * ``03.fsdp-forward`` (stretch): a ZeRO-3 / FSDP forward pass that all-gathers each
   layer's weights on demand and lets them go before the next layer.
 
-Exercise ids are "03.<name>"; :func:`companion.learning.exercise` fetches them.
+Exercise ids are "03.<name>"; :func:`companion.learning.exercise` fetches them. The
+stretch exercise's model (sharded layers that count the full weights left alive) is
+:mod:`.nb03_fsdp`.
 """
 from __future__ import annotations
-
-import time
-import weakref
 
 import torch
 import torch.distributed as dist
 
 from .exercise import Exercise, register
+from .nb03_fsdp import LAYER_SHAPES, Layers, layer_weights, shard_of
 from .patterns import all_of, counts, only
 
 # torch 2.13's all_gather_into_tensor / reduce_scatter_tensor call the *_single entry
@@ -94,7 +94,6 @@ PREDICT_BYTES = register(Exercise(
 # ---- 03.zero2-step (core) -------------------------------------------------------------
 SHAPE = (3, 4)        # the model: one linear map W, 12 parameters (3 per rank on 4 ranks)
 PER_RANK_BATCH = 2
-GRACE_S = 0.25   # see Layers._alive
 LR, BETA = 0.1, 0.9   # SGD with momentum, as torch.optim.SGD(momentum=0.9, dampening=0)
 
 
@@ -192,71 +191,8 @@ ZERO2_STEP = register(Exercise(
 
 
 # ---- 03.fsdp-forward (stretch) --------------------------------------------------------
-LAYER_SHAPES = ((6, 5), (7, 6), (3, 7))   # (out, in): 30, 42, 21 elements, none divisible by 4
-BATCH = 2
-GRACE_S = 0.25   # see Layers._alive
-
-
-def _layer_weights():
-    g = torch.Generator().manual_seed(2304_11277)  # the PyTorch FSDP paper's arXiv number
-    x = torch.randn(BATCH, LAYER_SHAPES[0][1], generator=g, dtype=torch.float64)
-    ws = [torch.randn(s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in LAYER_SHAPES]
-    return x, ws
-
-
-def shard_of(weight: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s chunk of the flattened weight, zero-padded: companion.data_parallel.zero's layout."""
-    c = -(-weight.numel() // world_size)
-    flat = torch.nn.functional.pad(weight.reshape(-1), (0, c * world_size - weight.numel()))
-    return flat[rank * c:(rank + 1) * c].clone()
-
-
-class Layers:
-    """The model's layers, ``layers(i, x, weight) = tanh(x @ weight.T)``, which also count
-    how many full weights handed to them are still alive (not freed) at each call."""
-
-    def __init__(self, shapes=LAYER_SHAPES):
-        self.shapes = tuple(tuple(s) for s in shapes)
-        self.calls = 0
-        self.most_alive = 0
-        self._seen = []   # weak references: holding them must not keep a weight alive
-
-    def _alive_now(self) -> int:
-        ptrs = set()
-        for ref in self._seen:
-            t = ref()
-            if t is not None and t.untyped_storage().nbytes() > 0:
-                ptrs.add(t.untyped_storage().data_ptr())
-        return len(ptrs)
-
-    def _alive(self) -> int:
-        """Full weights still alive: dropped by the student (no reference left) or freed
-        in place (storage resized to 0, as torch's FSDP does) count as gone. gloo's worker
-        thread may hold an all-gather's output a moment after the call returned, so a
-        count above 1 is re-read for up to GRACE_S before it is believed."""
-        deadline = time.monotonic() + GRACE_S
-        alive = self._alive_now()
-        while alive > 1 and time.monotonic() < deadline:
-            time.sleep(0.001)
-            alive = self._alive_now()
-        return alive
-
-    def __call__(self, i: int, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if not 0 <= i < len(self.shapes):
-            raise IndexError(f"layer {i} does not exist: the model has {len(self.shapes)} "
-                             "layers, 0 to " + str(len(self.shapes) - 1))
-        if tuple(weight.shape) != self.shapes[i]:
-            raise ValueError(f"layer {i} needs a weight of shape {self.shapes[i]}, got "
-                             f"{tuple(weight.shape)}")
-        base = weight._base if weight._base is not None else weight
-        self._seen.append(weakref.ref(base))
-        self.calls += 1
-        self.most_alive = max(self.most_alive, self._alive())
-        return torch.tanh(x @ weight.T)
-
-
 def fsdp_inputs(rank: int, world_size: int) -> tuple:
-    x, ws = _layer_weights()
+    x, ws = layer_weights()
     dev = _device()
     return (x.to(dev), [shard_of(w, rank, world_size).to(dev) for w in ws],
             list(LAYER_SHAPES), Layers())
@@ -267,7 +203,7 @@ FSDP_KEYS = ("output", "calls of layers", "most full weights alive at once")
 
 def fsdp_expected(x, shards, shapes, layers) -> dict:
     """One process holding every full weight: the forward pass the shards must reproduce."""
-    x0, ws = _layer_weights()
+    x0, ws = layer_weights()
     out = x0
     for w in ws:
         out = torch.tanh(out @ w.T)

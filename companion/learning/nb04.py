@@ -31,8 +31,8 @@ def _forbidden(target: str) -> dict:
              "interleaved_1f1b": "interleaved 1F1B", "zb_h1": "ZB-H1"}
     later = {"looped_bfs": "looped BFS", "interleaved_zb": "interleaved zero bubble",
              "zb_v": "ZB-V", "dualpipev": "DualPipeV"}
-    out = {_BUILDERS + "make_schedule": f"it returns the package's schedules, {target} "
-                                        "included; write the op lists yourself"}
+    out = {"companion.pipeline.registry.make_schedule":
+           f"it returns the package's schedules, {target} included; write the op lists yourself"}
     for module, table in ((_BUILDERS, names), ("companion.pipeline.modern.", later)):
         for fn, label in table.items():
             out[module + fn] = (f"it is the package's {target} schedule" if label == target

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from ..pipeline.executor import run_pipeline
-from ..pipeline.schedules import Op, Schedule
+from ..pipeline.ops import Op, Schedule
+from ..pipeline.tinymlp import run_pipeline
 from ..pipeline.simulate import simulate
 
 # Pieces of notebook 04's exercises: companion.learning.nb04 imports them; students call

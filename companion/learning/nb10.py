@@ -13,15 +13,15 @@ by a function the checker runs on every problem of its set; then one on real ran
   4 ranks; checked for values, for the overlap it allows and for the memory it holds.
 
 :func:`worked_answer` prints a problem set's worked solutions, computed, when asked.
+The prefetch exercise's rank-side code (the model, the order's rules, the forward pass
+with real all-gathers) is :mod:`.nb10_prefetch`.
 """
 from __future__ import annotations
-
-import torch
-import torch.distributed as dist
 
 from .. import hardware, planner, roofline
 from .exercise import Exercise, register
 from .feedback import defined_at as _defined_at
+from .nb10_prefetch import UNITS, order_problem, run_order, single_process_forward
 from .patterns import all_of, counts, only, per_rank, summary
 
 _H100, _A100 = hardware.accelerator("H100"), hardware.accelerator("A100")
@@ -189,96 +189,9 @@ FSDP_TP_SPLIT = register(Exercise(
 
 
 # ---- 10.prefetch-order ------------------------------------------------------------------
-UNITS, WIDTH = 4, 8
-_OPS = ("gather", "compute", "free")
-
-
-def _weights():
-    gen = torch.Generator().manual_seed(10)
-    return [torch.randn(WIDTH, WIDTH, generator=gen) / WIDTH ** 0.5 for _ in range(UNITS)]
-
-
-def _input():
-    return torch.randn(3, WIDTH, generator=torch.Generator().manual_seed(11))
-
-
-def prefetch_order_reference(units):
-    order = [("gather", 0)]
-    for k in range(units):
-        if k + 1 < units:
-            order.append(("gather", k + 1))
-        order += [("compute", k), ("free", k)]
-    return order
-
-
-def order_problem(order, units: int) -> str | None:
-    """What is wrong with an FSDP forward order, or None (used before ranks start)."""
-    if not isinstance(order, (list, tuple)) or not all(
-            isinstance(op, tuple) and len(op) == 2 and op[0] in _OPS and op[1] in range(units)
-            for op in order):
-        return (f"return a list of (op, unit) pairs with op in {_OPS} and unit in "
-                f"0..{units - 1}; got {order!r:.100}")
-    held, gathered, computed, most = set(), [], [], 0
-    for i, (op, k) in enumerate(order):
-        if op == "gather":
-            if k in gathered:
-                return f"step {i}: unit {k} is gathered twice; the forward pass needs it once"
-            gathered.append(k), held.add(k)
-            most = max(most, len(held))
-        elif op == "compute":
-            if k not in held:
-                return f"step {i}: unit {k} computes before its weights are gathered (or after they were freed)"
-            if k != len(computed):
-                return f"step {i}: unit {k} computes before unit {len(computed)}; layers run in order"
-            computed.append(k)
-        else:
-            if k not in held or k not in computed:
-                return f"step {i}: unit {k} is freed before it computed"
-            held.discard(k)
-    if len(computed) != units or held:
-        return f"every unit must be gathered, computed and freed; computed {computed}, still held {sorted(held)}"
-    if most > 2:
-        return (f"{most} units' full weights are held at once; prefetching needs only the "
-                "unit computing and the next one (FSDP's memory saving is the point)")
-    for k in range(units - 1):
-        if order.index(("gather", k + 1)) > order.index(("compute", k)):
-            return (f"unit {k + 1}'s all-gather starts after unit {k} computes, so nothing "
-                    f"hides it: issue it before unit {k}'s compute")
-    return None
-
-
 def _precheck_order(candidate):
     problem = order_problem(candidate(UNITS), UNITS)
     return problem + _defined_at(candidate) if problem else None
-
-
-def run_fsdp_forward(order, x):
-    """Runs on every rank: ``order`` executed with real asynchronous all-gathers of each
-    unit's flat weight shard; returns the output of ``tanh(x W_k^T)`` over the units."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    shards = [w.flatten().chunk(world)[rank].contiguous() for w in _weights()]
-    bufs, works = {}, {}
-    for op, k in order:
-        if op == "gather":
-            bufs[k] = torch.empty(WIDTH * WIDTH)
-            works[k] = dist.all_gather_single(bufs[k], shards[k], async_op=True)
-        elif op == "compute":
-            works.pop(k).wait()   # compute waits for its own gather only
-            x = torch.tanh(x @ bufs[k].view(WIDTH, WIDTH).T)
-        else:
-            del bufs[k]
-    return x
-
-
-def single_process_forward(units):
-    x = _input()
-    for w in _weights():
-        x = torch.tanh(x @ w.T)
-    return x
-
-
-def _run_order(candidate, units):
-    return run_fsdp_forward(candidate(units), _input())
 
 
 PREFETCH_ORDER = register(Exercise(
@@ -299,8 +212,8 @@ PREFETCH_ORDER = register(Exercise(
            "Start with gather 0; then, for each k: gather k+1 (if there is one), compute k, "
            "free k."),
     inputs=lambda rank, world_size: (UNITS,), expected=single_process_forward,
-    adapter=_run_order, precheck=_precheck_order,
-    forbidden={"companion.learning.nb10.prefetch_order_reference":
+    adapter=run_order, precheck=_precheck_order,
+    forbidden={"companion.learning.nb10_prefetch.prefetch_order_reference":
                "it is the package's solution to this exercise"},
     pattern=all_of(only("all_gather_single", why="FSDP's forward pass only gathers"),
                    counts({"all_gather_single": UNITS})),

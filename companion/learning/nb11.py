@@ -9,8 +9,8 @@
   value and by the bytes each link class carries.
 * ``11.placement`` (stretch): place TP and DP on a cluster (rank -> (dp, tp)) so that
   TP traffic stays inside nodes; checked on several cluster shapes, then by a real
-  DP x TP step on the emulated 2 x 2 cluster, equal to one process, with the bytes per
-  link class the placement implies.
+  DP x TP step on the emulated 2 x 2 cluster (:mod:`companion.learning.nb11_step`),
+  equal to one process, with the bytes per link class the placement implies.
 
 Ranks are numbered node by node (rank = node * ranks_per_node + local rank), as torchrun
 numbers them and as :class:`companion.topology.Cluster` does.
@@ -22,10 +22,10 @@ import torch.distributed as dist
 
 from .. import collectives as C
 from .. import topology
-from ..collectives.traffic import exchange
-from . import nb09
+from ..collectives.accounting import ring_bytes
 from .exercise import Exercise, register
 from .feedback import defined_at
+from .nb11_step import dp_tp_step
 from .patterns import all_of, only
 
 _P2P_SEND = ("send", "isend")
@@ -114,15 +114,12 @@ def hierarchical_reference(x: torch.Tensor, ranks_per_node: int) -> torch.Tensor
     return C.hierarchical_all_reduce(x, ranks_per_node=ranks_per_node)
 
 
-def ring_wire_bytes(name: str, payload: int, group_size: int) -> float:
-    """Bytes one rank puts on the wire for a collective run as a ring, given the payload
-    the watcher records (a reduce-scatter's input; an all-gather's own piece)."""
-    g = group_size
-    if name in _RS:
-        return (g - 1) / g * payload
-    if name in _AG or name in ("all_gather", "reduce_scatter"):
-        return (g - 1) * payload
-    return float(payload)
+# watcher name -> (ring_bytes kind, is the recorded payload one rank's piece?). ring_bytes
+# takes the full buffer: a reduce_scatter_single's input is that already, an all-gather's
+# input (and a list reduce_scatter's output) is 1/g of it, so it is scaled up by g below.
+_RING = {**dict.fromkeys(_RS, ("reduce_scatter", False)), "all_reduce": ("all_reduce", False),
+         **dict.fromkeys((*_AG, "all_gather"), ("all_gather", True)),
+         "reduce_scatter": ("reduce_scatter", True)}
 
 
 def link_bytes(calls, rank: int, ranks_per_node: int, nodes: int) -> dict:
@@ -138,7 +135,11 @@ def link_bytes(calls, rank: int, ranks_per_node: int, nodes: int) -> dict:
             continue
         key = ("intra" if c.group_size == ranks_per_node else
                "inter" if c.group_size == nodes else "other")
-        out[key] += ring_wire_bytes(c.name, c.bytes, c.group_size)
+        if c.name not in _RING:
+            out[key] += c.bytes  # not a ring collective: its payload, once
+            continue
+        kind, piece = _RING[c.name]
+        out[key] += ring_bytes(kind, c.bytes * (c.group_size if piece else 1), c.group_size)
     return out
 
 
@@ -247,47 +248,6 @@ def _placement_shapes(candidate) -> str | None:
 
 def _place_inputs(rank, world_size):
     return (PLACE_CLUSTER.nodes, PLACE_CLUSTER.ranks_per_node, PLACE_TP)
-
-
-def dp_tp_step(coords: tuple[int, int], cluster, tp: int) -> dict:
-    """One DP x TP step of notebook 09's MLP on the emulated ``cluster`` (tp = dp = 2),
-    this rank at ``coords``: TP partial sums and DP gradients swapped with the partner
-    through the emulated links. Returns the updated shards and the bytes per link class."""
-    table = [None] * dist.get_world_size()
-    dist.all_gather_object(table, tuple(coords))
-    where = {tuple(c): q for q, c in enumerate(table)}
-    d, t = coords
-    tp_peer, dp_peer = where[(d, 1 - t)], where[(1 - d, t)]
-    x, y, w1, w2 = nb09._full_problem()
-    half = nb09.BATCH // 2
-    cols = slice(t * nb09.FFN // tp, (t + 1) * nb09.FFN // tp)
-    x, y = x[d * half:(d + 1) * half], y[d * half:(d + 1) * half]
-    w1, w2 = w1[cols].clone().requires_grad_(), w2[:, cols].clone().requires_grad_()
-    with topology.emulate(cluster), C.traffic() as log:
-        partial = torch.relu(x @ w1.T) @ w2.T
-        other = torch.empty_like(partial)
-        exchange([(tp_peer, partial.detach(), 0, "reduce")], [(tp_peer, other, 0, "reduce")], "tp")
-        parts = [partial, other] if t == 0 else [other, partial]  # one order on both ranks
-        out = parts[0] + parts[1]  # the row-parallel g: the gradient passes through
-        ((out - y) ** 2).mean().backward()
-        grads = torch.cat([w1.grad.view(-1), w2.grad.view(-1)])
-        theirs = torch.empty_like(grads)
-        exchange([(dp_peer, grads, 0, "reduce")], [(dp_peer, theirs, 0, "reduce")], "dp")
-    mean = ((grads + theirs) if d == 0 else (theirs + grads)) / 2
-    g1, g2 = mean[:w1.numel()].view_as(w1), mean[w1.numel():].view_as(w2)
-    with torch.no_grad():
-        new = (w1 - nb09.LR * g1, w2 - nb09.LR * g2)
-    # The same step in one process on the full batch, cut to this rank's TP slot. Summed
-    # in another order, so equal to float32 rounding (1e-5 relative; the values are O(1)).
-    X, Y, W1, W2 = nb09._full_problem()
-    W1.requires_grad_(), W2.requires_grad_()
-    ((torch.relu(X @ W1.T) @ W2.T - Y) ** 2).mean().backward()
-    with torch.no_grad():
-        ref = ((W1 - nb09.LR * W1.grad)[cols], (W2 - nb09.LR * W2.grad)[:, cols])
-    same = all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(new, ref))
-    links = log.bytes_per_link()
-    return {"trains like one process": same, "bytes per link class":
-            {k: links.get(k, 0) for k in ("intra", "inter")}}
 
 
 def _run_placement(candidate, nodes, ranks_per_node, tp):

@@ -1,7 +1,7 @@
 """Schedules after 1F1B: looped BFS, interleaved zero bubble, ZB-V and DualPipeV.
 
 Taught in notebook 04 (``notebooks/04_pipeline_parallelism.ipynb``), section
-"Schedules after 1F1B". Each builder returns a :class:`~companion.pipeline.Schedule`
+"Schedules after 1F1B". Each builder returns a :class:`~companion.pipeline.ops.Schedule`
 with two model chunks per rank (by default), so every rank holds two slices of the model:
 
 * **looped BFS** (Lamy-Poirier, 2022, https://arxiv.org/abs/2211.05953): every forward
@@ -29,7 +29,7 @@ function is registered.
 """
 from __future__ import annotations
 
-from .schedules import Op, Schedule, _interleave, _interleaved_order, _schedule, check_sizes
+from .ops import Op, Schedule, check_sizes, interleave, interleaved_order, schedule_from_ops
 
 __all__ = ["looped_bfs", "interleaved_zb", "zb_v", "dualpipev"]
 
@@ -48,7 +48,7 @@ def looped_bfs(stages: int, microbatches: int, chunks: int = 2) -> "Schedule":
     v, m = chunks, microbatches
     seq = ([Op("F", mb, c) for c in range(v) for mb in range(m)]
            + [Op("B", mb, c) for c in reversed(range(v)) for mb in reversed(range(m))])
-    return _schedule("looped-bfs", stages, m, [seq] * stages, chunks=v)
+    return schedule_from_ops("looped-bfs", stages, m, [seq] * stages, chunks=v)
 
 
 def interleaved_zb(stages: int, microbatches: int, chunks: int = 2) -> "Schedule":
@@ -61,14 +61,14 @@ def interleaved_zb(stages: int, microbatches: int, chunks: int = 2) -> "Schedule
     check_sizes(stages, microbatches, chunks)
     _groups_of_p("interleaved zero bubble", stages, microbatches)
     p, v, m = stages, chunks, microbatches
-    op, total = _interleaved_order(p, v), m * v
+    op, total = interleaved_order(p, v), m * v
     ops = []
     for s in range(p):
         warmup = min((v - 1) * p + (p - 1 - s), total)
         fwd = [op("F", k) for k in range(total)]
         bwd = [op("B", k) for k in range(total)]
-        ops.append(_interleave(fwd, bwd, warmup, w_lag=s))
-    return _schedule("interleaved-zb", stages, m, ops, chunks=v, split=True)
+        ops.append(interleave(fwd, bwd, warmup, w_lag=s))
+    return schedule_from_ops("interleaved-zb", stages, m, ops, chunks=v, split=True)
 
 
 def zb_v(stages: int, microbatches: int) -> "Schedule":
@@ -121,7 +121,7 @@ def zb_v(stages: int, microbatches: int) -> "Schedule":
         while w[0] < b[0]:
             W(0)
         ops.append([o for o in seq if o.microbatch < m])
-    return _schedule("zb-v", stages, m, ops, chunks=2, split=True, layout="v")
+    return schedule_from_ops("zb-v", stages, m, ops, chunks=2, split=True, layout="v")
 
 
 def dualpipev(stages: int, microbatches: int) -> "Schedule":
@@ -186,4 +186,4 @@ def dualpipev(stages: int, microbatches: int) -> "Schedule":
         for _ in range(r + 1):
             queued_w()
         ops.append(seq)
-    return _schedule("dualpipev", stages, m, ops, chunks=2, split=True, layout="v")
+    return schedule_from_ops("dualpipev", stages, m, ops, chunks=2, split=True, layout="v")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .schedules import DEFAULT_CHUNKS, Op, Schedule, check_sizes, make_schedule, schedule_key
+from .ops import Op, Schedule, check_sizes
+from .registry import DEFAULT_CHUNKS, make_schedule, schedule_key
 from ..validation import one_of
 
 __all__ = ["OpCosts", "Event", "Timeline", "simulate", "bubble_fraction",

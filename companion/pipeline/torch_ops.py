@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from unittest import mock
 
-from .schedules import Op, Schedule, schedule_key
+from .ops import Op, Schedule
+from .registry import schedule_key
 from ..validation import positive_int
 
 __all__ = ["TORCH_SCHEDULES", "torch_schedule_ops", "torch_executed_ops", "op_differences"]

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from .. import runtime
 from ..models import TinyMLP
-from .executor import _sgd_step, microbatches_of, split_stages
+from .tinymlp import microbatches_of, sgd_step, split_stages
 from ..validation import one_of, positive_int, preflight
 
 __all__ = ["run_torch_pipelining"]
@@ -65,7 +65,7 @@ def run_torch_pipelining(*, schedule: str = "gpipe", microbatches: int = 4,
     else:
         sched.step()
     grads = {n: q.grad.detach().clone() for n, q in piece.named_parameters()}
-    _sgd_step([q for _, q in piece.named_parameters()], list(grads.values()), lr)
+    sgd_step([q for _, q in piece.named_parameters()], list(grads.values()), lr)
     params = {n: q.detach().clone() for n, q in piece.named_parameters()}
     return {"rank": s, "grads": {s: grads}, "params": {s: params},
             "losses": [float(v.detach()) * microbatches for v in losses]}

@@ -4,12 +4,15 @@ with context and expert parallelism for long sequences and MoE models (notebook 
 Taught in notebooks 09 (``notebooks/09_hybrid_parallelism.ipynb``) and 12.
 """
 from .axes import Mesh, all_to_all_time, axis_layout
+from .cluster_spec import ClusterSpec
 from .comm import comm_bytes_per_step
-from .cost import Plan, collective_time, evaluate
+from .cost import Plan, evaluate
 from .grading import critique, grade
-from .links import group_collective_time, group_layout, layout_collective_time, pp_link
+from .links import (collective_time, group_collective_time, group_layout, layout_collective_time,
+                    pp_link)
+from .presets import CLUSTERS, MODELS
 from .search import plan, powers_of_two_dividing
-from .specs import CLUSTERS, MLA, MODELS, ClusterSpec, ModelSpec
+from .specs import MLA, ModelSpec
 
 __all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS", "Plan", "evaluate", "plan",
            "collective_time", "powers_of_two_dividing", "comm_bytes_per_step", "grade",

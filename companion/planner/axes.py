@@ -16,11 +16,12 @@ Taught in notebook 12 (``notebooks/12_auto_parallelism.ipynb``, the 5D planner).
 time then follows ``planner.links`` (NVLink inside, one NIC per member across).
 
 **Context parallelism** (ring attention, notebook 06): per layer and micro-batch each
-CP rank needs the K and V of the whole sequence, ``cheatsheet.attention_bytes("ring",
-...)`` with the K/V width (GQA's kv heads, MLA's latent). Forward is an all-gather of
-K and V, backward one more all-gather and a reduce-scatter of dK and dV. The ring
-passes each block while the previous block's attention is computed, so only what
-exceeds that layer's attention-core compute is exposed. Activations divide by CP.
+CP rank needs the K and V of the whole sequence,
+``sequence_parallel.ring.attention_bytes("ring", ...)`` with the K/V width (GQA's kv
+heads, MLA's latent). Forward is an all-gather of K and V, backward one more
+all-gather and a reduce-scatter of dK and dV. The ring passes each block while the
+previous block's attention is computed, so only what exceeds that layer's
+attention-core compute is exposed. Activations divide by CP.
 
 **Expert parallelism**: per MoE layer and micro-batch, two all-to-alls forward
 (dispatch, combine) and two backward (two more with full recomputation). A rank
@@ -32,11 +33,9 @@ over NVLink (§2.1.2, §3.2.2). All peers are sent to at once: one latency per l
 """
 from __future__ import annotations
 
-import math
-
-from .. import cheatsheet
-from .links import layout_collective_time
+from ..sequence_parallel.ring import attention_bytes
 from ..validation import positive_int, positive_number
+from .links import layout_collective_time
 
 __all__ = ["axis_layout", "all_to_all_time", "Mesh"]
 
@@ -108,9 +107,9 @@ class Mesh:
             return 0.0, 0.0, 0.0
         m, c = self.model, self.cluster
         kv_width = max(1, m.kv_dim // self.tp) if not m.mla else m.kv_dim
-        fwd_bytes = cheatsheet.attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp)
-        bwd_bytes = cheatsheet.attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp,
-                                               phase="backward")
+        fwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp)
+        bwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp,
+                                    phase="backward")
         kv = 2 * micro_batch * m.seq_len * kv_width * 2   # K and V, whole sequence
         gather = layout_collective_time("all_gather", kv, c, *self.cp_layout)
         forwards = 2 if recompute == "full" else 1
@@ -168,7 +167,3 @@ def in_flight(pp: int, m: int, chunks: int, schedule: str) -> float:
     if schedule == "dualpipev":
         return pp + 0.5
     return min(pp, m) * (1 + (pp - 1) / (pp * chunks) if chunks > 1 else 1)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b) if b else math.inf

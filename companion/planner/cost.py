@@ -24,37 +24,19 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..collectives import costmodel
-
 from ..data_parallel import memory
 from ..pipeline import bubble_fraction
-from .comm import comm_bytes_per_step
 from .axes import Mesh, in_flight
-from .links import group_collective_time, layout_collective_time, pp_link
-from .specs import ClusterSpec, ModelSpec
-from ..validation import fraction, nonnegative_int, one_of, positive_int, positive_number
+from .cluster_spec import ClusterSpec
+from .comm import comm_bytes_per_step
+from .feasibility import check_config, structural_reason
+from .links import collective_time, group_collective_time, layout_collective_time, pp_link
+from .specs import ModelSpec
 
-__all__ = ["Plan", "evaluate", "collective_time"]
+__all__ = ["Plan", "evaluate"]
 
 ACT_BYTES = 2  # 16-bit activations and gradients on the wire
 BUCKET_BYTES = 25e6  # PyTorch DDP's default gradient bucket
-
-
-def collective_time(kind: str, nbytes: float, ranks: int, alpha: float, beta: float) -> float:
-    """Alpha-beta time of a ring collective on a ``nbytes`` buffer over ``ranks`` ranks.
-
-    The all-reduce is notebook 02's ring, ``costmodel.predict_time("ring", ...)``:
-    2(p-1) alpha + 2(p-1)/p n/beta. All-gather and reduce-scatter are each half of it
-    (all-reduce = reduce-scatter + all-gather); point-to-point is alpha + n/beta.
-    """
-    if kind == "p2p":
-        return alpha + nbytes / beta
-    full = costmodel.predict_time("ring", nbytes, ranks, alpha, beta)
-    if kind == "all_reduce":
-        return full
-    if kind in ("all_gather", "reduce_scatter"):
-        return full / 2
-    raise ValueError(f"unknown collective {kind!r}; use all_reduce, all_gather, reduce_scatter or p2p.")
 
 
 @dataclasses.dataclass
@@ -96,66 +78,6 @@ class Plan:
                 f"mb{self.micro_batch} {self.recompute}")
 
 
-def _structural_reason(model, cluster, global_batch, plan) -> str:
-    dp, tp, pp, cp, ep = plan.dp, plan.tp, plan.pp, plan.cp, plan.ep
-    if dp * tp * pp * cp != cluster.gpus:
-        what = "DP x TP x PP" + (" x CP" if cp > 1 else "")
-        return f"{what} = {dp * tp * pp * cp} but the cluster has {cluster.gpus} GPUs"
-    if model.heads % tp:
-        return f"TP={tp} does not divide the {model.heads} attention heads"
-    if pp > model.layers:
-        return f"PP={pp} stages for only {model.layers} layers"
-    if model.seq_len % (2 * cp):
-        return (f"CP={cp} needs the sequence ({model.seq_len}) in 2 x CP equal chunks "
-                "(each rank takes one early and one late chunk, to balance causal attention)")
-    if ep > 1 and not model.is_moe:
-        return f"EP={ep} but {model.name} has no experts"
-    if model.is_moe and (model.experts % ep or (tp * cp * dp) % (ep * plan.etp)):
-        return (f"EP={ep} x ETP={plan.etp} must divide the {model.experts} experts and the "
-                f"TP x CP x DP = {tp * cp * dp} ranks of a stage")
-    if model.is_moe and model.expert_ffn % plan.etp:
-        return f"ETP={plan.etp} does not divide the expert FFN ({model.expert_ffn})"
-    if min(model.stage_layers(pp, plan.stage_split)) < 1:
-        return f"the {plan.stage_split} split leaves a stage of PP={pp} without a layer"
-    if global_batch % (dp * plan.micro_batch):
-        return (f"global batch {global_batch} is not a multiple of DP x micro-batch = "
-                f"{dp * plan.micro_batch}")
-    m = global_batch // (dp * plan.micro_batch)
-    if pp > 1 and m < pp:
-        return (f"{m} micro-batch(es) per replica for {pp} pipeline stages: the pipeline never "
-                "fills; raise the global batch or lower DP or the micro-batch size")
-    if plan.chunks > 1 and (pp == 1 or m % pp or plan.chunks * pp > model.layers):
-        return (f"interleaving {plan.chunks} chunks needs PP > 1, micro-batches ({m}) a multiple "
-                f"of PP ({pp}) and at least {plan.chunks * pp} layers")
-    if plan.schedule == "dualpipev" and (pp == 1 or plan.chunks > 1 or m < 2 * pp
-                                         or 2 * pp > model.layers):
-        return (f"DualPipeV needs PP > 1, no interleaving, at least 2 x PP = {2 * pp} "
-                f"micro-batches (has {m}) and 2 x PP layers")
-    if pp > 1 and plan.zero >= 2:
-        return ("ZeRO-2/3 with pipeline parallelism would re-communicate gradients or weights "
-                "for every micro-batch (DeepSpeed forbids the combination)")
-    return ""
-
-
-def _check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
-                  kernel_efficiency, reserve_gb, cp=1, ep=1, etp=1, schedule="1f1b",
-                  stage_split=None) -> None:
-    # Values that are no configuration at all; a configuration that merely cannot run
-    # (DP x TP x PP != GPUs, TP not dividing the heads) is a Plan with a reason instead.
-    for name, value in (("global_batch", global_batch), ("dp", dp), ("tp", tp), ("pp", pp),
-                        ("micro_batch", micro_batch), ("chunks", chunks), ("cp", cp),
-                        ("ep", ep), ("etp", etp)):
-        positive_int(name, value, f"pass a whole number >= 1 for {name}.")
-    nonnegative_int("zero", zero, "pass a ZeRO stage: 0, 1, 2 or 3.")
-    one_of("zero", zero, (0, 1, 2, 3), "pass a ZeRO stage: 0, 1, 2 or 3.")
-    one_of("recompute", recompute, ("none", "selective", "full"))
-    one_of("schedule", schedule, ("1f1b", "dualpipev"))
-    one_of("stage_split", stage_split, (None, "llama3"))
-    fraction("kernel_efficiency", kernel_efficiency, "pass the share of peak FLOP/s, e.g. 0.6.")
-    positive_number("reserve_gb", reserve_gb, "pass the GB kept free per GPU, e.g. 2.0.",
-                    zero=True)
-
-
 def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int, tp: int,
              pp: int, zero: int = 1, micro_batch: int = 1, recompute: str = "selective",
              chunks: int = 1, kernel_efficiency: float = 0.6, reserve_gb: float = 2.0, *,
@@ -175,143 +97,185 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     the embedding and head; time at the slowest stage).
     """
     etp = tp if etp is None else etp
-    _check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
-                  kernel_efficiency, reserve_gb, cp, ep, etp, schedule, stage_split)
+    check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
+                 kernel_efficiency, reserve_gb, cp, ep, etp, schedule, stage_split)
     plan = Plan(dp, tp, pp, zero, micro_batch, recompute, chunks, cp=cp, ep=ep, etp=etp,
                 schedule=schedule, stage_split=stage_split)
-    plan.reason = _structural_reason(model, cluster, global_batch, plan)
+    plan.reason = structural_reason(model, cluster, global_batch, plan)
     if plan.reason:
         return plan
     m = plan.microbatches = global_batch // (dp * micro_batch)
     mesh = Mesh(model, cluster, dp, tp, pp, cp, ep, etp)
     counts = model.stage_layers(pp, stage_split)
-    layers_per_stage = max(counts)
     parts = [model.stage_param_parts(s, pp, tp, True, ep, etp, stage_split) for s in range(pp)]
-    busiest = max(range(pp), key=lambda s: sum(parts[s]))
-    dense_params, expert_params = parts[busiest]
+    dense_params, expert_params = parts[max(range(pp), key=lambda s: sum(parts[s]))]
     wire = comm_bytes_per_step(model, dp, tp, pp, micro_batch, m, zero, ACT_BYTES, recompute,
                                cp=cp, ep=ep, etp=etp, split=stage_split)
 
-    # ZeRO shards the non-expert states over DP x CP (Megatron's distributed optimizer),
-    # the experts' over their own data-parallel replicas, EDP = TP x CP x DP / (ETP x EP).
-    states = memory.zero_memory_per_gpu(dense_params, dp * cp, zero)
-    if expert_params:
-        extra = memory.zero_memory_per_gpu(expert_params, mesh.edp, zero)
-        states = {k: states[k] + extra[k] for k in states}
-    per_layer = memory.activation_memory_per_layer(
-        model.seq_len // cp, micro_batch, model.hidden, model.heads, tp=tp,
-        sequence_parallel=tp > 1, recompute=recompute)
-    # 1F1B: the first stage holds p micro-batches; interleaving adds (p-1)/(p v) of that
-    # (Narayanan et al. 2021). Stage s of 1F1B holds p - s of them.
-    if stage_split is None:
-        held = layers_per_stage * in_flight(pp, m, chunks, schedule)
-    else:
-        first = in_flight(pp, m, chunks, schedule)
-        held = max(n * (first if schedule == "dualpipev" or chunks > 1 else min(pp - s, m))
-                   for s, n in enumerate(counts))
-    plan.memory = {"params": states["params"], "grads": states["grads"],
-                   "optimizer": states["optimizer"],
-                   "activations": per_layer * held,
-                   "reserve": reserve_gb * 1e9}
-    plan.memory["total"] = sum(plan.memory.values())
+    plan.memory = _memory(model, plan, mesh, counts, dense_params, expert_params, reserve_gb)
     if plan.memory["total"] > cluster.gpu_memory_gb * 1e9:
         plan.reason = (f"out of memory: needs {plan.memory['total'] / 1e9:.1f} GB per GPU, "
                        f"the GPU has {cluster.gpu_memory_gb:g} GB")
         return plan
 
-    # Compute: the model's FLOPs (+1 forward when everything is recomputed) over all GPUs.
-    tokens = global_batch * model.seq_len
-    recompute_factor = 4 / 3 if recompute == "full" else 1.0
     achieved = cluster.peak_tflops * 1e12 * kernel_efficiency
+    tokens = global_batch * model.seq_len
+    compute = _compute_time(model, cluster, plan, counts, tokens, achieved)
+    plan.tp_inter_node = tp > cluster.gpus_per_node
+    times = {"compute": compute, "tp_comm": _tp_time(cluster, plan, wire, max(counts)),
+             "pp_comm": _pp_time(cluster, plan, mesh, wire)}
+    cp_bytes, ep_bytes = _cp_ep_times(model, plan, mesh, counts, achieved, times)
+    dp_time = _dp_time(cluster, plan, mesh, max(counts), dense_params, expert_params)
+    overlap_window = compute if zero == 3 else compute * 2 / 3  # backward is 2/3 of it
+    times.update(dp_comm_exposed=max(0.0, dp_time - overlap_window), dp_comm_total=dp_time)
+    plan.bubble = _bubble(plan)
+    plan.comm_bytes = {**wire, "cp": cp_bytes, "ep": ep_bytes} if cp > 1 or ep > 1 else wire
+    _fill_result(model, cluster, plan, times, tokens)
+    return plan
+
+
+def _memory(model, plan, mesh, counts, dense_params, expert_params, reserve_gb) -> dict:
+    # ZeRO shards the non-expert states over DP x CP (Megatron's distributed optimizer),
+    # the experts' over their own data-parallel replicas, EDP = TP x CP x DP / (ETP x EP).
+    states = memory.zero_memory_per_gpu(dense_params, plan.dp * plan.cp, plan.zero)
+    if expert_params:
+        extra = memory.zero_memory_per_gpu(expert_params, mesh.edp, plan.zero)
+        states = {k: states[k] + extra[k] for k in states}
+    per_layer = memory.activation_memory_per_layer(
+        model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, tp=plan.tp,
+        sequence_parallel=plan.tp > 1, recompute=plan.recompute)
+    # 1F1B: the first stage holds p micro-batches; interleaving adds (p-1)/(p v) of that
+    # (Narayanan et al. 2021). Stage s of 1F1B holds p - s of them.
+    pp, m, chunks, schedule = plan.pp, plan.microbatches, plan.chunks, plan.schedule
+    first = in_flight(pp, m, chunks, schedule)
+    if plan.stage_split is None:
+        held = max(counts) * first
+    else:
+        held = max(n * (first if schedule == "dualpipev" or chunks > 1 else min(pp - s, m))
+                   for s, n in enumerate(counts))
+    used = {"params": states["params"], "grads": states["grads"],
+            "optimizer": states["optimizer"], "activations": per_layer * held,
+            "reserve": reserve_gb * 1e9}
+    used["total"] = sum(used.values())
+    return used
+
+
+def _compute_time(model, cluster, plan, counts, tokens, achieved) -> float:
+    # The model's FLOPs (+1 forward when everything is recomputed) over all GPUs; per
+    # stage when the stages differ (a split, or experts padded to the capacity factor).
+    recompute_factor = 4 / 3 if plan.recompute == "full" else 1.0
     compute = model.flops_per_token() * tokens * recompute_factor / (cluster.gpus * achieved)
     padding = (model.capacity_factor - 1) * 6.0 * model.top_k * model._mlp(model.expert_ffn or 1)
-    if stage_split is not None or padding:
-        flops = [stage_flops(model, s, counts) for s in range(pp)]
-        slowest = max(flops) if stage_split is not None else sum(flops) / pp
-        compute = slowest * tokens * recompute_factor / (cluster.gpus // pp * achieved)
+    if plan.stage_split is not None or padding:
+        flops = [stage_flops(model, s, counts) for s in range(plan.pp)]
+        slowest = max(flops) if plan.stage_split is not None else sum(flops) / plan.pp
+        compute = slowest * tokens * recompute_factor / (cluster.gpus // plan.pp * achieved)
+    return compute
 
-    # TP: per block and micro-batch, 2 all-reduces forward and 2 backward (with sequence
+
+def _tp_time(cluster, plan, wire, layers_per_stage) -> float:
+    # Per block and micro-batch, 2 all-reduces forward and 2 backward (with sequence
     # parallelism: all-gathers and reduce-scatters of the same total bytes).
-    plan.tp_inter_node = tp > cluster.gpus_per_node
-    tp_calls = (4 + (2 if recompute == "full" else 0)) * layers_per_stage * m
-    tp_time = tp_calls * group_collective_time("all_reduce", wire["tp"] / max(tp_calls, 1),
-                                               cluster, tp) if tp > 1 else 0.0
+    if plan.tp == 1:
+        return 0.0
+    calls = (4 + (2 if plan.recompute == "full" else 0)) * layers_per_stage * plan.microbatches
+    return calls * group_collective_time("all_reduce", wire["tp"] / max(calls, 1), cluster,
+                                         plan.tp)
 
-    # PP: each micro-batch's activation forward and its gradient back across a boundary,
-    # at the pace of the slowest boundary.
-    pp_time = 0.0
-    if pp > 1:
-        messages = 2 * m * chunks
-        pp_alpha, pp_beta, _ = pp_link(cluster, mesh.pp_stride, pp)
-        pp_time = messages * collective_time("p2p", wire["pp_boundary"] / (2 * m), 2,
-                                             pp_alpha, pp_beta)
 
-    # CP (ring attention) and EP (all-to-all), planner.axes: CP traffic hides behind the
-    # attention core; EP's all-to-all is on the critical path, except under DualPipeV,
-    # where it overlaps the other micro-batch's compute (DeepSeek-V3 §3.2.1).
-    attn_core = (2.0 * model.seq_len * model.attention_dim / tp * micro_batch
-                 * model.seq_len / cp / achieved)
-    cp_bytes, cp_total, cp_exposed = mesh.cp_traffic(micro_batch, m, layers_per_stage,
-                                                     recompute, attn_core)
+def _pp_time(cluster, plan, mesh, wire) -> float:
+    # Each micro-batch's activation forward and its gradient back across a boundary, at
+    # the pace of the slowest boundary.
+    if plan.pp == 1:
+        return 0.0
+    m = plan.microbatches
+    alpha, beta, _ = pp_link(cluster, mesh.pp_stride, plan.pp)
+    return 2 * m * plan.chunks * collective_time("p2p", wire["pp_boundary"] / (2 * m), 2,
+                                                 alpha, beta)
+
+
+def _cp_ep_times(model, plan, mesh, counts, achieved, times) -> tuple[float, float]:
+    """Add the CP and EP seconds (total and exposed) to ``times``; return their bytes.
+
+    CP traffic (ring attention, planner.axes) hides behind the attention core; EP's
+    all-to-all is on the critical path, except under DualPipeV, where it overlaps the
+    other micro-batch's compute (DeepSeek-V3 §3.2.1)."""
+    mb, m, recompute = plan.micro_batch, plan.microbatches, plan.recompute
+    attn_core = (2.0 * model.seq_len * model.attention_dim / plan.tp * mb
+                 * model.seq_len / plan.cp / achieved)
+    cp_bytes, cp_total, cp_exposed = mesh.cp_traffic(mb, m, max(counts), recompute, attn_core)
     moe_here = max(n - max(0, model.dense_layers - sum(counts[:s])) for s, n in enumerate(counts)) \
         if model.is_moe else 0
-    ep_bytes, ep_total = mesh.ep_traffic(micro_batch, m, moe_here, recompute)
-    ep_total += mesh.etp_traffic(micro_batch, m, moe_here, recompute)
-    ep_exposed = ep_total if schedule == "1f1b" else max(0.0, ep_total - compute)
+    ep_bytes, ep_total = mesh.ep_traffic(mb, m, moe_here, recompute)
+    ep_total += mesh.etp_traffic(mb, m, moe_here, recompute)
+    ep_exposed = ep_total if plan.schedule == "1f1b" else max(0.0, ep_total - times["compute"])
+    times.update(cp_comm_exposed=cp_exposed, cp_comm_total=cp_total,
+                 ep_comm_exposed=ep_exposed, ep_comm_total=ep_total)
+    return cp_bytes, ep_bytes
 
-    # DP: not one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
+
+def _dp_time(cluster, plan, mesh, layers_per_stage, dense_params, expert_params) -> float:
+    # Not one call: DDP-style wrappers reduce 25 MB buckets, FSDP gathers and
     # reduce-scatters layer by layer, and every call pays its rings' latencies. The
     # group is dp ranks spaced tp * pp apart: it shares a node's NICs with the other
     # model-parallel ranks' groups (planner.links). With CP it is DP x CP, and a MoE's
     # experts reduce over their EDP group.
+    zero = plan.zero
     if zero == 0:
         ops = ["all_reduce"]
     else:
         ops = ["reduce_scatter"] + ["all_gather"] * (2 if zero == 3 else 1)
 
-    def dp_seconds(n_params, layout, replicas):
+    def seconds(n_params, layout, replicas):
+        if replicas == 1:
+            return 0.0
         shard_bytes = n_params * ACT_BYTES
         calls = layers_per_stage if zero == 3 else max(1, math.ceil(shard_bytes / BUCKET_BYTES))
         per_call = shard_bytes / calls
         if layout is None:
-            return calls * sum(group_collective_time(op, per_call, cluster, dp, tp * pp)
-                               for op in ops) if replicas > 1 else 0.0
-        return calls * sum(layout_collective_time(op, per_call, cluster, *layout)
-                           for op in ops) if replicas > 1 else 0.0
+            return calls * sum(group_collective_time(op, per_call, cluster, plan.dp,
+                                                     plan.tp * plan.pp) for op in ops)
+        return calls * sum(layout_collective_time(op, per_call, cluster, *layout) for op in ops)
 
-    legacy = cp == 1 and not model.is_moe
-    dp_time = dp_seconds(dense_params, None if legacy else mesh.dp_cp_layout, dp * cp)
+    # Notebook 09's planner (dense, no CP) lays the DP group out as planner.links does, dp
+    # ranks tp * pp apart: for powers of two the layout of mesh.dp_cp_layout, but it
+    # refuses a group that does not fill nodes evenly instead of rounding.
+    dense_layout = None if plan.cp == 1 and not mesh.model.is_moe else mesh.dp_cp_layout
+    total = seconds(dense_params, dense_layout, plan.dp * plan.cp)
     if expert_params:
-        dp_time += dp_seconds(expert_params, mesh.edp_layout, mesh.edp)
-    overlap_window = compute if zero == 3 else compute * 2 / 3  # backward is 2/3 of it
-    dp_exposed = max(0.0, dp_time - overlap_window)
+        total += seconds(expert_params, mesh.edp_layout, mesh.edp)
+    return total
 
-    if pp == 1:
-        plan.bubble = 0.0
-    elif schedule == "dualpipev":
-        plan.bubble = bubble_fraction(pp, m, "dualpipev")
-    elif chunks > 1:
-        plan.bubble = bubble_fraction(pp, m, "interleaved", chunks=chunks)
-    else:
-        plan.bubble = bubble_fraction(pp, m, "1f1b")
-    busy = compute + tp_time + pp_time + cp_exposed + ep_exposed
-    plan.step_time = busy / (1 - plan.bubble) + dp_exposed
-    plan.comm_bytes = wire
-    if cp > 1 or ep > 1:
-        plan.comm_bytes = {**wire, "cp": cp_bytes, "ep": ep_bytes}
-    plan.times = {"compute": compute, "tp_comm": tp_time, "pp_comm": pp_time,
-                  "bubble": busy / (1 - plan.bubble) - busy, "dp_comm_exposed": dp_exposed,
-                  "dp_comm_total": dp_time}
-    if cp > 1 or model.is_moe:
-        plan.times.update(cp_comm_exposed=cp_exposed, cp_comm_total=cp_total,
-                          ep_comm_exposed=ep_exposed, ep_comm_total=ep_total)
+
+def _bubble(plan) -> float:
+    if plan.pp == 1:
+        return 0.0
+    if plan.schedule == "dualpipev":
+        return bubble_fraction(plan.pp, plan.microbatches, "dualpipev")
+    if plan.chunks > 1:
+        return bubble_fraction(plan.pp, plan.microbatches, "interleaved", chunks=plan.chunks)
+    return bubble_fraction(plan.pp, plan.microbatches, "1f1b")
+
+
+def _fill_result(model, cluster, plan, times, tokens) -> None:
+    # The bubble stretches the critical path (compute, TP, PP and the exposed CP and EP
+    # traffic); the exposed DP traffic comes after it.
+    busy = (times["compute"] + times["tp_comm"] + times["pp_comm"] + times["cp_comm_exposed"]
+            + times["ep_comm_exposed"])
+    plan.step_time = busy / (1 - plan.bubble) + times["dp_comm_exposed"]
+    plan.times = {k: times[k] for k in ("compute", "tp_comm", "pp_comm")}
+    plan.times.update(bubble=busy / (1 - plan.bubble) - busy,
+                      dp_comm_exposed=times["dp_comm_exposed"],
+                      dp_comm_total=times["dp_comm_total"])
+    if plan.cp > 1 or model.is_moe:
+        plan.times.update({k: times[k] for k in ("cp_comm_exposed", "cp_comm_total",
+                                                 "ep_comm_exposed", "ep_comm_total")})
     useful = 6.0 * model.num_params() * tokens
     if model.is_moe or model.mla:
         useful = 6.0 * model.active_params() * tokens
     plan.mfu = useful / (plan.step_time * cluster.gpus * cluster.peak_tflops * 1e12)
     plan.tokens_per_gpu_s = tokens / (plan.step_time * cluster.gpus)
     plan.model_tflops = model.flops_per_token() * plan.tokens_per_gpu_s / 1e12
-    return plan
 
 
 def stage_flops(model: ModelSpec, stage: int, counts: list[int]) -> float:

@@ -9,9 +9,10 @@ configuration: finding it is the exercise.
 """
 from __future__ import annotations
 
+from .cluster_spec import ClusterSpec
 from .cost import Plan, evaluate
 from .search import plan
-from .specs import ClusterSpec, ModelSpec
+from .specs import ModelSpec
 from ..units import fmt_bytes
 from ..validation import positive_number
 

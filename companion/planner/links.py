@@ -5,7 +5,8 @@ Megatron's: tensor-parallel ranks adjacent, pipeline stages next, data-parallel 
 outermost, so a TP group is ``tp`` consecutive ranks (stride 1) and a DP group is ``dp``
 ranks spaced ``tp * pp`` apart.
 
-A group that fits in one node runs notebook 02's ring on NVLink. A group that spans
+``collective_time`` is notebook 02's flat ring on one given link (alpha, beta).
+A group that fits in one node runs that ring on NVLink. A group that spans
 nodes reduces hierarchically (what NCCL's multi-ring and tree algorithms do): inside
 each node its members share the work over NVLink, and across nodes each member drives
 its **own** NIC. With ``k`` members per node, a group spanning ``M`` nodes therefore has
@@ -32,9 +33,27 @@ from __future__ import annotations
 from ..collectives import costmodel
 from ..validation import one_of, positive_int, positive_number
 
-__all__ = ["group_layout", "group_collective_time", "layout_collective_time", "pp_link"]
+__all__ = ["collective_time", "group_layout", "group_collective_time", "layout_collective_time",
+           "pp_link"]
 
 _KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+def collective_time(kind: str, nbytes: float, ranks: int, alpha: float, beta: float) -> float:
+    """Alpha-beta time of a ring collective on a ``nbytes`` buffer over ``ranks`` ranks.
+
+    The all-reduce is notebook 02's ring, ``costmodel.predict_time("ring", ...)``:
+    2(p-1) alpha + 2(p-1)/p n/beta. All-gather and reduce-scatter are each half of it
+    (all-reduce = reduce-scatter + all-gather); point-to-point is alpha + n/beta.
+    """
+    if kind == "p2p":
+        return alpha + nbytes / beta
+    full = costmodel.predict_time("ring", nbytes, ranks, alpha, beta)
+    if kind == "all_reduce":
+        return full
+    if kind in ("all_gather", "reduce_scatter"):
+        return full / 2
+    raise ValueError(f"unknown collective {kind!r}; use all_reduce, all_gather, reduce_scatter or p2p.")
 
 
 def group_layout(gpus_per_node: int, size: int, stride: int = 1) -> tuple[int, int]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import itertools
 
+from .cluster_spec import ClusterSpec
 from .cost import Plan, evaluate
-from .specs import ClusterSpec, ModelSpec
+from .specs import ModelSpec
 from ..validation import positive_int
 
 __all__ = ["plan", "powers_of_two_dividing"]

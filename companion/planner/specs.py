@@ -1,16 +1,15 @@
-"""Models and clusters the planner reasons about, with presets from the lectures.
+"""The models the planner reasons about: dense and MoE transformers, MLA attention.
 
-Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``). Parameter counts are
-computed from the architecture, not copied: the notebook shows them next to the
-published sizes.
+Taught in notebook 09 (``notebooks/09_hybrid_parallelism.ipynb``; MoE and MLA in
+notebook 12). Parameter counts are computed from the architecture, not copied: the
+notebook shows them next to the published sizes. The clusters are
+``planner.cluster_spec``; the lectures' presets of both, ``planner.presets``.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from .. import hardware
-
-__all__ = ["ModelSpec", "ClusterSpec", "MLA", "MODELS", "CLUSTERS"]
+__all__ = ["ModelSpec", "MLA"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,97 +248,3 @@ class ModelSpec:
             return (6.0 * self.active_params()
                     + 6.0 * self.layers * self.seq_len * self.attention_dim)
         return 6.0 * self.num_params() + 6.0 * self.layers * self.seq_len * self.hidden
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterSpec:
-    """GPUs in nodes: fast links inside a node, slower ones between nodes.
-
-    Bandwidths are per GPU and per direction, in GB/s: ``intra_bw_gbps`` is one GPU's
-    NVLink, ``inter_bw_gbps`` one GPU's NIC (each GPU has its own, so a node has
-    ``gpus_per_node`` of them; ``planner.links`` says which a group uses). Latencies in
-    microseconds. :meth:`of` builds one from ``companion.hardware``'s figures.
-    """
-
-    name: str
-    gpus_per_node: int
-    nodes: int
-    gpu_memory_gb: float
-    peak_tflops: float          # dense 16-bit tensor-core peak
-    intra_bw_gbps: float        # NVLink
-    inter_bw_gbps: float        # InfiniBand / RoCE, per GPU
-    intra_latency_us: float = 3.0
-    inter_latency_us: float = 10.0
-
-    def __post_init__(self):
-        for field in ("gpus_per_node", "nodes"):
-            if not isinstance(getattr(self, field), int) or getattr(self, field) < 1:
-                raise ValueError(f"{field} must be a positive integer, got {getattr(self, field)!r}.")
-        for field in ("gpu_memory_gb", "peak_tflops", "intra_bw_gbps", "inter_bw_gbps"):
-            if not getattr(self, field) > 0:
-                raise ValueError(f"{field} must be positive, got {getattr(self, field)!r}.")
-
-    @property
-    def gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
-    @classmethod
-    def of(cls, name: str, chip: str, nodes: int, **overrides) -> "ClusterSpec":
-        """A cluster of ``nodes`` reference nodes (DGX) of ``chip`` from
-        ``companion.hardware``: its GPUs per node, memory, dense bf16 peak, NVLink and
-        NIC bandwidth per direction."""
-        a = hardware.H800 if chip == "H800" else hardware.accelerator(chip)
-        fields = dict(gpus_per_node=a.per_node, nodes=nodes, gpu_memory_gb=a.hbm.value / 1e9,
-                      peak_tflops=a.flops / 1e12, intra_bw_gbps=a.scale_up.value / 1e9,
-                      inter_bw_gbps=a.scale_out.value / 1e9)
-        return cls(name, **{**fields, **overrides})
-
-    @property
-    def node_egress_gbps(self) -> float:
-        """All of a node's NICs together, per direction (400 GB/s for a DGX H100)."""
-        return self.gpus_per_node * self.inter_bw_gbps
-
-    def link(self, inter_node: bool) -> tuple[float, float]:
-        """(alpha seconds, beta bytes/second) of one GPU's NVLink or one GPU's NIC."""
-        if inter_node:
-            return self.inter_latency_us * 1e-6, self.inter_bw_gbps * 1e9
-        return self.intra_latency_us * 1e-6, self.intra_bw_gbps * 1e9
-
-
-MODELS = {m.name: m for m in [
-    ModelSpec("GPT-3 175B", layers=96, hidden=12288, heads=96, seq_len=2048, vocab=50257,
-              tied_embeddings=True, published_params=175e9),
-    ModelSpec("Llama-3 8B", layers=32, hidden=4096, heads=32, seq_len=8192, vocab=128256,
-              ffn_hidden=14336, kv_heads=8, gated_mlp=True, published_params=8e9),
-    ModelSpec("Llama-3 70B", layers=80, hidden=8192, heads=64, seq_len=8192, vocab=128256,
-              ffn_hidden=28672, kv_heads=8, gated_mlp=True, published_params=70e9),
-    ModelSpec("Llama-3 405B", layers=126, hidden=16384, heads=128, seq_len=8192, vocab=128256,
-              ffn_hidden=53248, kv_heads=8, gated_mlp=True, published_params=405e9),
-    ModelSpec("7B (Llama-2 shape)", layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000,
-              ffn_hidden=11008, gated_mlp=True, published_params=7e9),
-    # arXiv 2412.19437 §4.2: 61 layers, hidden 7168, 128 heads, MLA (ranks 1536 / 512,
-    # head dims 128 + 64 RoPE, values 128), first 3 layers dense (FFN 18432), then 1
-    # shared + 256 routed experts of 2048, top-8, each token to at most 4 nodes; 4K
-    # sequences; vocabulary 129,280 (its config.json). The MTP module is not counted,
-    # as the paper's 671B does not count it.
-    ModelSpec("DeepSeek-V3 671B", layers=61, hidden=7168, heads=128, seq_len=4096, vocab=129280,
-              ffn_hidden=18432, gated_mlp=True, experts=256, top_k=8, expert_ffn=2048,
-              shared_experts=1, dense_layers=3, max_route_nodes=4,
-              mla=MLA(1536, 512, 128, 64, 128), published_params=671e9, published_active=37e9),
-    # Mixtral 8x7B (arXiv 2401.04088): Mistral 7B's shape with 8 experts, top-2.
-    ModelSpec("Mixtral 8x7B", layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000,
-              ffn_hidden=14336, kv_heads=8, gated_mlp=True, experts=8, top_k=2,
-              expert_ffn=14336, published_params=46.7e9, published_active=12.9e9),
-]}
-
-# Figures from companion.hardware (peak, per direction): H100 SXM 989 TFLOP/s dense bf16,
-# NVLink 4 at 450 GB/s, one 400 Gb/s (50 GB/s) NIC per GPU; A100 SXM 312 TFLOP/s,
-# NVLink 3 at 300 GB/s, one 200 Gb/s (25 GB/s) NIC per GPU. Memory budgets as the
-# datasheets state them (80 "GB", which NVIDIA means as GiB: the budget errs safe).
-CLUSTERS = {c.name: c for c in [
-    ClusterSpec.of("1 node, 8x H100", "H100", 1),
-    ClusterSpec.of("16 nodes, 128x H100", "H100", 16),
-    ClusterSpec.of("Llama-3 scale: 16,384x H100", "H100", 2048),
-    ClusterSpec.of("128 nodes, 1,024x A100", "A100", 128),
-    ClusterSpec.of("DeepSeek-V3: 2,048x H800", "H800", 256),
-]}

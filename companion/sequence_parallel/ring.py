@@ -1,5 +1,9 @@
 """Ring attention (Liu et al., 2023): K/V blocks travel around a ring of ranks while each
 rank's queries accumulate their output with the online softmax. Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``).
+
+:func:`attention_bytes` is notebook 06's volume per attention layer of ring attention,
+against Ulysses and Megatron TP (section 4); the 5D planner charges context
+parallelism with it (``planner.axes``, notebook 12).
 """
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ import torch
 import torch.distributed as dist
 
 from ..collectives import log as comm_log
+from ..validation import one_of, positive_int
 from .ulysses import _rank_size
 
-__all__ = ["RingAttention", "ring_attention"]
+__all__ = ["RingAttention", "ring_attention", "attention_bytes"]
 
 
 def _neighbours(group):
@@ -104,3 +109,22 @@ def ring_attention(q, k, v, causal: bool = True, group=None, trace: list | None 
     ``trace``: a list that receives one dict per forward step (which K/V block was
     here, whether it was computed or skipped by the causal mask) for the animation."""
     return RingAttention.apply(q, k, v, causal, group, trace)
+
+
+def attention_bytes(method: str, b: int, s: int, h: int, p: int, e: int = 2,
+                    phase: str = "forward") -> float:
+    """Bytes one rank sends per attention layer; ``N = b s h e`` is one of q, k, v over
+    the whole sequence. Forward: Ulysses 4 (N/P)(P-1)/P (four all-to-alls), ring
+    2 N (P-1)/P (P-1 hops of a K and a V block), Megatron TP 2 N (P-1)/P (one
+    all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV)."""
+    one_of("method", method, ("ulysses", "ring", "tp"))
+    one_of("phase", phase, ("forward", "backward"))
+    for name, value in (("b", b), ("s", s), ("h", h), ("p", p), ("e", e)):
+        positive_int(name, value, "sizes are whole numbers >= 1")
+    n = b * s * h * e
+    forward = {"ulysses": 4 * n / p * (p - 1) / p, "ring": 2 * n * (p - 1) / p,
+               "tp": 2 * n * (p - 1) / p}
+    if phase == "forward":
+        return forward[method]
+    return {"ulysses": forward["ulysses"], "ring": 2 * n * (2 * p - 1) / p,
+            "tp": forward["tp"]}[method]

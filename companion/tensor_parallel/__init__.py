@@ -16,7 +16,7 @@ from .layers import (ColumnParallelLinear, CopyToTensorParallelRegion,
                      ReduceScatterToSequenceParallelRegion, RowParallelLinear,
                      allreduce_sequence_parallel_grads, f, g, group_rank_size, shard_like,
                      sp_all_gather, sp_reduce_scatter)
-from .checks import (activation_bytes, call_many, compare_with_reference, dtensor_mlp_compare,
+from .checks import (activation_bytes, compare_with_reference, dtensor_mlp_compare,
                      run_mlp)
 
 __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
@@ -24,5 +24,5 @@ __all__ = ["CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion",
            "GatherLinearRegather", "f", "g", "sp_all_gather", "sp_reduce_scatter",
            "ColumnParallelLinear", "RowParallelLinear", "ParallelMLP", "ParallelAttention",
            "ParallelBlock", "shard_like", "allreduce_sequence_parallel_grads", "group_rank_size",
-           "compare_with_reference", "dtensor_mlp_compare", "activation_bytes", "call_many",
+           "compare_with_reference", "dtensor_mlp_compare", "activation_bytes",
            "run_mlp"]

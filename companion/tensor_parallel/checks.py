@@ -18,7 +18,7 @@ from .layers import (_MISTAKES, ParallelAttention, ParallelBlock, ParallelMLP, _
 from ..validation import (accepts, callable_arg, one_of, positive_int, preflight,
                           run_preflight)
 
-__all__ = ["compare_with_reference", "dtensor_mlp_compare", "call_many", "run_mlp",
+__all__ = ["compare_with_reference", "dtensor_mlp_compare", "run_mlp",
            "activation_bytes"]
 
 
@@ -179,27 +179,6 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
     return {"out": _max_diff(y0, y1), "x_grad": _max_diff(gx0, gx1),
             "w_grad": max(_max_diff(w0[n], w1[n]) for n in w0),
             "dtensor_types": sorted({type(p).__name__ for p in theirs.parameters()})}
-
-
-def _check_calls(calls, world_size=None) -> None:
-    fix = "pass a list of (function, kwargs) pairs, e.g. [(run_mlp, {'d_ff': 64})]."
-    for i, call in enumerate(calls):
-        if not (isinstance(call, (tuple, list)) and len(call) == 2):
-            raise TypeError(f"calls[{i}] must be a (function, kwargs) pair, got {call!r}; {fix}")
-        fn, kwargs = call
-        callable_arg("calls", fn, fix)
-        if not isinstance(kwargs, dict):
-            raise TypeError(f"calls[{i}]'s kwargs must be a dict, got {kwargs!r}; {fix}")
-        accepts(f"calls[{i}]", fn, (), kwargs)
-        run_preflight(fn, (), kwargs, world_size)  # each row's own checks, before any rank
-
-
-@preflight(_check_calls)
-def call_many(calls) -> list:
-    """Rank function: ``[fn(**kwargs) for fn, kwargs in calls]``. One launch for a whole
-    table of experiments (notebooks 05 and 06), instead of one launch per row."""
-    _check_calls(calls, dist.get_world_size() if dist.is_initialized() else 1)
-    return [fn(**kwargs) for fn, kwargs in calls]
 
 
 def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int = 0) -> dict:

@@ -4,7 +4,7 @@ Each notebook's first cell installs this package when ``companion`` is not impor
 (Colab, a bare Jupyter), with ``%pip`` from the course repository, and leaves the torch
 already installed alone. In a clone set up with ``make lab``, or on Binder (whose
 ``environment.yml`` installs the package), the cell finds ``companion`` and does nothing,
-so nbval, Voila and ``make student`` run it like any other cell. The README's "Colab
+so nbval, Voila and ``make student`` run it like any other cell. docs/colab-and-binder.md's "Colab
 and Binder" section explains it; ``tests/test_colab_install.py`` runs notebooks 00 and 08
 through it in a fresh virtual environment. Usage::
 
@@ -183,7 +183,7 @@ _BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
 
 
 def links_table(paths, root=".") -> str:
-    """The README's Markdown table: one row per notebook with its Colab and Binder links."""
+    """docs/colab-and-binder.md's Markdown table: one row per notebook with its Colab and Binder links."""
     root = Path(root)
     rows = ["| notebook | Colab | Binder |", "|---|---|---|"]
     for nb in notebook_paths(paths):
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a notebook lacks the current cell")
     parser.add_argument("--links", action="store_true",
-                        help="print the README's table of Colab and Binder links")
+                        help="print the table of Colab and Binder links in docs/colab-and-binder.md")
     parser.add_argument("--source", default=INSTALL_SOURCE,
                         help=f"what the cell installs (default {INSTALL_SOURCE})")
     args = parser.parse_args(argv)

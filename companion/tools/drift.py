@@ -1,9 +1,9 @@
-"""Drift between the English notebooks and the Chinese edition (issue #21, item 2).
+"""Drift between the English notebooks and the Chinese edition.
 
 The English notebook is the single source of truth. A translation file
 ``translations/zh-CN/<stem>.json`` keys each translated markdown cell by the English
 cell's id and records ``en_sha``, the first 12 hex digits of the SHA-256 of the English
-source it translates (format: /work/brief-21.md, written by the translators). Only the
+source it translates (see ``load_translation`` for the format). Only the
 cells' *sources* are compared, so metadata-only edits (slide types, tags) never drift.
 :func:`problems` lists, each naming the notebook and the cell id:
 

@@ -1,5 +1,5 @@
 """Make ``companion/fonts/NotoSansCJKsc-Regular-subset.otf``, the font the Chinese edition's
-figures use (issue #21, item 4; registered by :func:`companion.plotting.use_cjk_font`).
+figures use (registered by :func:`companion.plotting.use_cjk_font`).
 
     python -m companion.tools.fontsubset /path/to/NotoSansCJKsc-Regular.otf
 

@@ -1,4 +1,4 @@
-"""docs/glossary.md's language columns (issue #21): each table has ``zh-CN`` and ``zh-TW``
+"""docs/glossary.md's language columns: each table has ``zh-CN`` and ``zh-TW``
 columns after ``Term``; the zh-TW one is generated from zh-CN (OpenCC s2twp) by
 ``python -m companion.tools.i18n_build``, and :func:`terms` feeds the glossary test."""
 from __future__ import annotations

@@ -19,7 +19,7 @@ From ``notebooks/*.ipynb`` (the single source of truth for code) and the transla
 * ``README.zh-TW.md`` from ``README.zh-CN.md``.
 
 A notebook whose translation drifted (:mod:`companion.tools.drift`) is not written; the
-run lists every problem and exits 1. Issue #21; README.zh-CN.md describes the workflow.
+run lists every problem and exits 1. README.zh-CN.md describes the workflow.
 """
 from __future__ import annotations
 

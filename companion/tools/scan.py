@@ -1,5 +1,5 @@
 """Find every message the package routes through the catalog: ``_("...")``,
-``tr("...")`` or ``gettext("...")`` with a literal argument (issue #21; used by
+``tr("...")`` or ``gettext("...")`` with a literal argument (used by
 tests/test_translations.py to check that each one has both translations)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Plumbing shared by every widget: visible errors in callbacks, and drawing into an
-Output widget in a way that cannot hang Voila."""
+Output widget (or an Image widget's PNG) in a way that cannot hang Voila."""
 from __future__ import annotations
 
 import base64
@@ -76,7 +76,7 @@ def _route(obj, method: str, record) -> bool:
     calls ``display_pub.set_parent`` and ``sys.stdout.set_parent`` for each message it
     dispatches, and since ipykernel 7 it may do so on a subshell's thread while a widget
     callback is still drawing (a swapped-in publisher without ``set_parent`` made the
-    kernel report an AttributeError, issue #14). Routing by context variable also keeps
+    kernel report an AttributeError). Routing by context variable also keeps
     two callbacks running at once from capturing each other's output.
 
     Outside a block the patch only forwards. It is checked on every call rather than
@@ -128,7 +128,7 @@ def showing(output):
     Voila's executor, nbclient, answers every captured message with a ``comm_msg`` sent
     synchronously on its asyncio shell socket. That raw send drains the socket's
     edge-triggered wake-up, so an ``execute_reply`` that arrived just before is never
-    read: the page stops at "Executing N of M" with an idle kernel (issue #10). Here the
+    read: the page stops at "Executing N of M" with an idle kernel. Here the
     kernel records the outputs itself and sets ``output.outputs``, a plain state update
     that nobody answers.
 
@@ -159,6 +159,28 @@ def showing(output):
         if swapped is not None:
             sys.stdout, sys.stderr = swapped
         output.outputs = tuple(recorder.outputs)
+
+
+def png_into(image, output, draw) -> None:
+    """Show the figure ``draw()`` returns as the PNG of ``image``: an Image widget updates
+    in place (no flicker) and works the same in a kernel, in Voila and in a test."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    output.outputs = ()  # drops an old error message; clear_output() can hang Voila: see showing
+    fig = draw()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    image.value = buffer.getvalue()
+
+
+def pre_html(lines) -> str:
+    """``lines`` as one preformatted HTML block (numbers in columns stay aligned)."""
+    import html
+
+    return "<pre style='font-size: 13px'>" + html.escape("\n".join(lines)) + "</pre>"
 
 
 def guarded(output):

@@ -1,7 +1,7 @@
 """Timelines of synchronous SGD, FedAvg and DGA: drawing, animation and an explorer widget.
 
 Used by notebook 08 (``notebooks/08_delayed_gradient_averaging.ipynb``). The drawing
-functions take either a recorded timeline (what :func:`companion.dga.algorithms.train` returns
+functions take either a recorded timeline (what :func:`companion.dga.runs.train` returns
 with ``timeline=True``) or the closed-form schedule of
 :func:`companion.dga.model.modeled_step_times`, so theory and measurement look alike.
 """
@@ -164,7 +164,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
     @guarded(measured)
     def run_real(_=None):
         from ..data import load_digits
-        from ..dga.algorithms import sweep
+        from ..dga.runs import sweep
         from ..launcher import launch
         with showing(measured):
             print(tr("running ..."))

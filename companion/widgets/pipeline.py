@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 from ..pipeline import SCHEDULES, OpCosts, bubble_fraction, simulate
 from ..pipeline.plot import draw_timeline, legend_handles
 from ._base import guarded, showing
-from ..pipeline.schedules import check_sizes
+from ..pipeline.ops import check_sizes
 from ..validation import one_of, positive_number
 from ..i18n import gettext as tr
 

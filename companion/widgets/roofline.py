@@ -47,13 +47,7 @@ def _ratio(batch, model, chip, devices, x):
     return t["comm"] / t["compute"], t
 
 
-def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: int = 1024,
-                      batch_tokens: float = 2 ** 20, planner_choice: dict | None = None,
-                      measured_point: tuple[float, float] | None = None):
-    """The explorer (see the module docstring). ``planner_choice``: ``dict(model=, chip=,
-    devices=, batch_tokens=, x=, y=)`` drawn when those match the controls;
-    ``measured_point``: ``(tokens per rank / (C/W), comm / compute)`` measured on this
-    CPU. ``.values`` holds the numbers last drawn."""
+def _check(model, chip, devices, batch_tokens, measured_point):
     if model not in planner.MODELS:
         raise ValueError(f"model={model!r}: choose one of {sorted(planner.MODELS)}.")
     hardware.accelerator(chip)
@@ -67,6 +61,65 @@ def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: i
         for v in measured_point:
             positive_number("measured_point", v, "both coordinates are positive numbers.")
 
+
+def _numbers(spec, chip, n, b, x) -> tuple[dict, dict]:
+    """(what ``box.values`` holds, the curves against tokens per device) for model
+    ``spec`` on ``n`` chips, global batch ``b`` tokens, FSDP degree ``x``."""
+    w_fsdp, _ = _links(chip, n, 1)
+    alpha = roofline.dp_critical_tokens(hardware.accelerator(chip).flops, w_fsdp)
+    per = np.geomspace(8, 2e5, 120)
+    curves = {"per": per, "alpha": alpha,
+              "fsdp": [_ratio(p * n, spec, chip, n, n)[0] for p in per],
+              "mine": [_ratio(p * n, spec, chip, n, x)[0] for p in per],
+              "best": [_ratio(p * n, spec, chip, n, roofline.fsdp_tp_best_degrees(
+                  p * n, spec.ffn, n)[0])[0] for p in per]}
+    ratio, t = _ratio(b, spec, chip, n, x)
+    values = {"ratio": ratio, "bound": t["bound"], "compute_s": t["compute"],
+              "comm_s": t["comm"], "tokens_per_device": b / n, "critical_tokens": alpha,
+              "best": tuple(roofline.fsdp_tp_best_degrees(b, spec.ffn, n)), "x": x, "y": n // x}
+    return values, curves
+
+
+def _readout(spec, chip, n, b, values) -> str:
+    x, y, (bx, by), alpha = values["x"], values["y"], values["best"], values["critical_tokens"]
+    return (f"<b>{spec.name}</b> on {n:,} x {chip}: {b / n:,.0f} tokens per device "
+            f"(FSDP alone needs {alpha:,.0f}). X = {x}, Y = {y}: per layer "
+            f"compute {values['compute_s'] * 1e3:.3g} ms, communication "
+            f"{values['comm_s'] * 1e3:.3g} ms &rarr; <b>{values['bound']}-bound</b>. "
+            f"Least communication: X = {bx}, Y = {by}.")
+
+
+def _draw(ax, spec, chip, n, b, values, curves, planner_choice, measured_point):
+    x, y, alpha = values["x"], values["y"], curves["alpha"]
+    xs = curves["per"] / alpha
+    ax.axhspan(1, 1e4, color="#F4C7C3", alpha=0.5, label=tr("communication-bound"))
+    ax.plot(xs, curves["fsdp"], label=tr("pure FSDP (X = N)"))
+    ax.plot(xs, curves["best"], "--", label=tr("best FSDP x TP split"))
+    ax.plot(xs, curves["mine"], label=f"your split X = {x}, Y = {y}")
+    ax.plot([b / n / alpha], [values["ratio"]], "o", color="black", label=tr("your batch"))
+    pc = planner_choice or {}
+    if pc and (pc.get("model"), pc.get("chip"), pc.get("devices")) == (spec.name, chip, n):
+        r = _ratio(pc["batch_tokens"], spec, chip, n, pc["x"])[0]
+        ax.plot([pc["batch_tokens"] / n / alpha], [r], "*", ms=14, color="#2C7BB6",
+                label=f"planner: X = {pc['x']}, Y = {pc['y']}")
+    if measured_point:
+        ax.plot(*measured_point, "D", color="#D7191C", label=tr("measured on this CPU"))
+    ax.set(xscale="log", yscale="log", ylim=(1e-2, 1e2),
+           xlabel=tr("tokens per device / (C / W)  (1 = FSDP's critical tokens)"),
+           ylabel=tr("communication / compute (one layer)"))
+    ax.axhline(1, color="black", lw=0.8)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(f"{spec.name}, {n:,} x {chip}")
+
+
+def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: int = 1024,
+                      batch_tokens: float = 2 ** 20, planner_choice: dict | None = None,
+                      measured_point: tuple[float, float] | None = None):
+    """The explorer (see the module docstring). ``planner_choice``: ``dict(model=, chip=,
+    devices=, batch_tokens=, x=, y=)`` drawn when those match the controls;
+    ``measured_point``: ``(tokens per rank / (C/W), comm / compute)`` measured on this
+    CPU. ``.values`` holds the numbers last drawn."""
+    _check(model, chip, devices, batch_tokens, measured_point)
     m_dd = W.Dropdown(options=sorted(planner.MODELS), value=model, description=tr("model"))
     c_dd = W.Dropdown(options=sorted(hardware.ACCELERATORS), value=chip, description=tr("chip"))
     n_dd = W.Dropdown(options=_DEVICES, value=devices, description=tr("devices N"))
@@ -92,46 +145,12 @@ def roofline_explorer(model: str = "Llama-3 70B", chip: str = "H100", devices: i
     def redraw(change=None):
         if quiet[0]:
             return
-        spec, chip_ = planner.MODELS[m_dd.value], c_dd.value
-        n, b, x = n_dd.value, b_sl.value, x_dd.value
-        a = hardware.accelerator(chip_)
-        w_fsdp, _ = _links(chip_, n, 1)
-        alpha = roofline.dp_critical_tokens(a.flops, w_fsdp)
-        per = np.geomspace(8, 2e5, 120)
-        fsdp = [_ratio(p * n, spec, chip_, n, n)[0] for p in per]
-        mine = [_ratio(p * n, spec, chip_, n, x)[0] for p in per]
-        best = [_ratio(p * n, spec, chip_, n, roofline.fsdp_tp_best_degrees(
-            p * n, spec.ffn, n)[0])[0] for p in per]
-        ratio, t = _ratio(b, spec, chip_, n, x)
-        bx, by = roofline.fsdp_tp_best_degrees(b, spec.ffn, n)
-        box.values = {"ratio": ratio, "bound": t["bound"], "compute_s": t["compute"],
-                      "comm_s": t["comm"], "tokens_per_device": b / n, "critical_tokens": alpha,
-                      "best": (bx, by), "x": x, "y": n // x}
-        text.value = (f"<b>{spec.name}</b> on {n:,} x {chip_}: {b / n:,.0f} tokens per device "
-                      f"(FSDP alone needs {alpha:,.0f}). X = {x}, Y = {n // x}: per layer "
-                      f"compute {t['compute'] * 1e3:.3g} ms, communication {t['comm'] * 1e3:.3g} ms "
-                      f"&rarr; <b>{t['bound']}-bound</b>. Least communication: X = {bx}, Y = {by}.")
+        spec, chip_, n, b = planner.MODELS[m_dd.value], c_dd.value, n_dd.value, b_sl.value
+        box.values, curves = _numbers(spec, chip_, n, b, x_dd.value)
+        text.value = _readout(spec, chip_, n, b, box.values)
         with showing(out):
             fig, ax = plt.subplots(figsize=(8, 4.2))
-            xs = per / alpha
-            ax.axhspan(1, 1e4, color="#F4C7C3", alpha=0.5, label=tr("communication-bound"))
-            ax.plot(xs, fsdp, label=tr("pure FSDP (X = N)"))
-            ax.plot(xs, best, "--", label=tr("best FSDP x TP split"))
-            ax.plot(xs, mine, label=f"your split X = {x}, Y = {n // x}")
-            ax.plot([b / n / alpha], [ratio], "o", color="black", label=tr("your batch"))
-            pc = planner_choice or {}
-            if pc and (pc.get("model"), pc.get("chip"), pc.get("devices")) == (spec.name, chip_, n):
-                r = _ratio(pc["batch_tokens"], spec, chip_, n, pc["x"])[0]
-                ax.plot([pc["batch_tokens"] / n / alpha], [r], "*", ms=14, color="#2C7BB6",
-                        label=f"planner: X = {pc['x']}, Y = {pc['y']}")
-            if measured_point:
-                ax.plot(*measured_point, "D", color="#D7191C", label=tr("measured on this CPU"))
-            ax.set(xscale="log", yscale="log", ylim=(1e-2, 1e2),
-                   xlabel=tr("tokens per device / (C / W)  (1 = FSDP's critical tokens)"),
-                   ylabel=tr("communication / compute (one layer)"))
-            ax.axhline(1, color="black", lw=0.8)
-            ax.legend(fontsize=8, loc="upper right")
-            ax.set_title(f"{spec.name}, {n:,} x {chip_}")
+            _draw(ax, spec, chip_, n, b, box.values, curves, planner_choice, measured_point)
             plt.show()
             plt.close(fig)
 

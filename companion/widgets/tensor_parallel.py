@@ -5,8 +5,9 @@
 * :func:`grid_player`: Play/slider through frames recorded on real ranks
   (:func:`ring_frames` turns ring-attention traces into frames, :func:`ulysses_frames`
   the layouts measured around Ulysses' all-to-all).
-* :func:`activation_memory_explorer`: Korthikanti et al.'s per-layer activation memory
-  (``companion.data_parallel.memory``) for no parallelism, TP, TP+SP, TP+SP+selective recompute.
+
+Notebook 05's activation-memory calculator is :mod:`companion.widgets.activations`
+(shared with notebook 03).
 """
 from __future__ import annotations
 
@@ -16,13 +17,12 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from ..plotting import rank_colors
-from ..units import GB
 from ._base import frame_player, guarded, showing
-from ..validation import divides, positive_int
+from ..validation import positive_int
 from ..i18n import gettext as tr
 
 __all__ = ["draw_fg_dataflow", "draw_split", "tp_split_explorer", "ring_frames", "ulysses_frames", "draw_grid",
-           "grid_player", "activation_memory_explorer"]
+           "grid_player"]
 
 
 def _box(ax, x, y, text, color="#FFFFFF", w=1.5, h=0.7, fontsize=11, alpha=0.9):
@@ -220,40 +220,3 @@ def grid_player(frames: list[dict], n_ranks: int, figsize=(8, 4)):
         raise ValueError("grid_player needs at least one frame (record a run first).")
     return frame_player(len(frames), lambda i, ax: draw_grid(frames[i], n_ranks, ax), figsize,
                         "frame", 1500)
-
-
-def activation_memory_explorer(hidden: int = 4096, heads: int = 32, batch: int = 1):
-    """Sliders for sequence length and TP size; bars of one layer's activation memory
-    (decimal GB, the course's unit convention in ``companion.units``; Korthikanti et al.'s
-    formulas in ``companion.data_parallel.memory``). ``.values`` holds the numbers drawn, in bytes."""
-    for name, value in (("hidden", hidden), ("heads", heads), ("batch", batch)):
-        positive_int(name, value, f"pass a whole number such as {name}=8.")
-    divides("hidden", hidden, heads, "heads", "pick a head count that divides hidden.")
-    from ..data_parallel.memory import activation_memory_per_layer as amp
-
-    seq = W.IntSlider(value=4096, min=512, max=32768, step=512, description=tr("seq len"))
-    tp = W.Dropdown(options=[1, 2, 4, 8], value=8, description=tr("t (TP size)"))
-    out = W.Output()
-    box = W.VBox([W.HBox([seq, tp]), out])
-
-    @guarded(out)
-    def redraw(change=None):
-        args = (seq.value, batch, hidden, heads)
-        values = {"none": amp(*args), "TP": amp(*args, tp=tp.value),
-                  "TP+SP": amp(*args, tp=tp.value, sequence_parallel=True),
-                  "TP+SP+selective\nrecompute": amp(*args, tp=tp.value, sequence_parallel=True,
-                                                    recompute="selective")}
-        box.values = values
-        with showing(out):
-            fig, ax = plt.subplots(figsize=(8, 4))
-            ax.bar(list(values), [v / GB for v in values.values()], color=rank_colors(4))
-            ax.set_ylabel(tr("activation memory per layer (GB)"))
-            ax.set_title(f"one layer, h={hidden}, a={heads}, b={batch}, s={seq.value}, t={tp.value}")
-            plt.show()
-            plt.close(fig)
-
-    seq.observe(redraw, names="value")
-    tp.observe(redraw, names="value")
-    box.seq, box.tp, box.output, box.values = seq, tp, out, {}
-    redraw()
-    return box

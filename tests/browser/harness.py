@@ -1,4 +1,4 @@
-"""Servers, a headless Chromium and a kernel watcher for the browser tests (issues #10, #14).
+"""Servers, a headless Chromium and a kernel watcher for the browser tests.
 
 JupyterLab and Voila are started on 127.0.0.1, on a free port, with a random token, in a
 throw-away copy of ``notebooks/`` (JupyterLab saves outputs into the files it runs).

@@ -1,4 +1,4 @@
-"""A student who reads only Chinese works through notebook 00 in JupyterLab (issue #21).
+"""A student who reads only Chinese works through notebook 00 in JupyterLab.
 
 In a real browser, on the student release of ``notebooks/zh-CN/00_launching_ranks.ipynb``
 (its folder alone makes the package speak zh-CN: no call): the markdown is Chinese, the

@@ -1,4 +1,4 @@
-"""A student works through notebook 00's student release in JupyterLab (issue #15).
+"""A student works through notebook 00's student release in JupyterLab.
 
 In a real browser, on the notebook `make student` writes: run all cells (the exercise
 checks say "not implemented"), lock in a prediction with the widget, ask for a hint,

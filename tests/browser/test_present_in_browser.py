@@ -1,4 +1,4 @@
-"""`make present` and `make site` in a real browser (issue #20).
+"""`make present` and `make site` in a real browser.
 
 * The landing page that `make present` serves lists every notebook with its lectures and
   learning goals; clicking one opens it as a dashboard (code hidden), pre-heated as

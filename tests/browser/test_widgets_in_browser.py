@@ -133,7 +133,7 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
         _shutdown_kernels(lab)
 
 
-# Issue #10 (a page stuck at "Executing N of M") came from widgets drawing with
+# A page stuck at "Executing N of M" in Voila came from widgets drawing with
 # `with output:`; tests/test_widgets_voila.py checks the cause without a browser.
 @pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if _has_widgets(nb)],
                          ids=lambda p: p.stem)

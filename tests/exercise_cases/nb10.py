@@ -35,7 +35,7 @@ CASES = {
     ),
     "10.prefetch-order": dict(
         cheat="def my_prefetch_order(units):\n"
-              "    return companion.learning.nb10.prefetch_order_reference(units)\n",
+              "    return companion.learning.nb10_prefetch.prefetch_order_reference(units)\n",
         # No prefetch: each all-gather waits for the compute before it.
         wrong="def my_prefetch_order(units):\n"
               "    order = []\n"

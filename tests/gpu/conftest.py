@@ -1,4 +1,4 @@
-"""GPU readiness checks (issue #20, item 5), run by ``make gpu-check``.
+"""GPU readiness checks, run by ``make gpu-check``.
 
 Every test here needs CUDA, NCCL and at least one visible GPU; without them each module
 skips as a whole (``gpu_setup.skip_without_cuda``): one line in the summary gives the

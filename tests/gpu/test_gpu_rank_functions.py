@@ -142,9 +142,9 @@ def _nb03_train_many():  # notebook 03: train_many(MEASURE) for n in WORLD_SIZES
                                     for s in ("ddp", "zero1", "zero2", "fsdp")]}
 
 
-def _nb05_tp_at_t_1():  # notebook 05: `for t in (1, 2, 4): launch(tp.call_many, ...)`
+def _nb05_tp_at_t_1():  # notebook 05: `for t in (1, 2, 4): launch(call_many, ...)`
     from companion import tensor_parallel as tp
-    return tp.call_many, {"calls": [(tp.compare_with_reference, {"kind": k})
+    return experiments.call_many, {"calls": [(tp.compare_with_reference, {"kind": k})
                                     for k in ("mlp", "attention", "block")]}
 
 

@@ -14,7 +14,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..memory import CommLedger
+from ...collectives.log import CommLog
 from ..comm import Collectives
 from ..zero import chunk_size
 from .units import _BackwardHook, _Unit, default_units
@@ -52,7 +52,7 @@ class FSDP(nn.Module):
             raise ValueError("link must span every rank: build it with DelayedComm(alpha, beta) "
                              "on the default group.")
         self.compute_dtype, self.prefetch = compute_dtype, prefetch
-        self.ledger = CommLedger(self.world_size)
+        self.ledger = CommLog(self.world_size)
         self.timeline, self._t0 = [], time.perf_counter()
         names = dict(module.named_parameters())  # a tied parameter appears once
         index = {id(p): i for i, p in enumerate(names.values())}

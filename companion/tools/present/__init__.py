@@ -1,4 +1,4 @@
-"""Presenting the course (issue #20): ``make present`` serves every notebook behind one
+"""Presenting the course: ``make present`` serves every notebook behind one
 landing page (:mod:`.serve`), ``make site`` writes the executed course as static HTML
 (:mod:`.site`); both list the notebooks as the notebooks describe themselves
 (:mod:`.course`, :mod:`.landing`). Teaches no notebook: the instructor's tooling."""

@@ -1,5 +1,5 @@
 """An IPython startup file that ``make present`` installs for its warm-up kernels only:
-warm-up runs take turns, one notebook at a time (issue #20). Teaches no notebook.
+warm-up runs take turns, one notebook at a time. Teaches no notebook.
 
 Twelve notebooks run at once on a 2-core laptop would each take about twelve times
 longer, and a job that normally finishes in 5 s could pass ``launch``'s 60 s timeout.

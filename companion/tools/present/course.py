@@ -1,4 +1,4 @@
-"""What the course is, read from the notebooks themselves (issue #20).
+"""What the course is, read from the notebooks themselves.
 
 The landing page of ``make present`` and the index of ``make site`` list every notebook
 with its number, title, the lectures it cites and its learning goals. All of it is parsed

@@ -1,6 +1,6 @@
 """The two tables of contents of the course, made from :func:`course_entries`: the
 landing notebook that ``make present`` serves first, and ``index.html`` of ``make site``.
-Teaches no notebook: the instructor's tooling (issue #20)."""
+Teaches no notebook: the instructor's tooling."""
 from __future__ import annotations
 
 import datetime

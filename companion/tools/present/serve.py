@@ -1,4 +1,4 @@
-"""``make present``: the whole course behind one landing page, served by Voila (issue #20).
+"""``make present``: the whole course behind one landing page, served by Voila.
 
 The landing notebook (:func:`companion.tools.present.landing_notebook`) is written at present
 time into a temporary folder, next to copies of the course notebooks; Voila serves that

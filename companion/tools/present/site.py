@@ -1,4 +1,4 @@
-"""``make site``: the course as static HTML, the offline fallback (issue #20).
+"""``make site``: the course as static HTML, the offline fallback.
 
 Every notebook is executed into the build folder (never in place; the committed
 notebooks stay without outputs) by nbconvert's ``ExecutePreprocessor`` with

@@ -1,20 +1,8 @@
-"""The course cheat-sheet's formulas, each beside the package function it must agree with.
+"""The cheat-sheet's closed forms, sections 1-8: each beside the package function it
+must agree with (``tests/test_cheatsheet.py`` holds them against it).
 
-Used by ``notebooks/cheatsheet.ipynb`` (every formula of notebooks 01-09 on one page);
-``tests/test_cheatsheet.py`` holds each closed form here against the package.
-
-Where the package already implements a formula (``costmodel.coefficients``,
-``memory.zero_memory_per_gpu``, ``pipeline.bubble_fraction``, ...) the closed form is
-written out again here on purpose: the cheat-sheet shows the formula, and the test
-proves that the formula shown is the one the package computes. Four formulas have no
-package function and live only here: the Ulysses / ring-attention / TP volume per
-attention layer (notebook 06 section 4), the closed-form compression ratios of DGC,
-PowerSGD, 1-bit SGD and TernGrad (notebook 07 sections 4, 6, 7; the package measures
-payloads instead), the steady-state step times of synchronous SGD, FedAvg and DGA
-(notebook 08 section 3; the package has the step-by-step schedule), and MFU as a
-formula (notebook 09; the planner computes it inside ``evaluate``).
-
-Units follow ``companion.units``: decimal bytes (GB = 10^9), seconds.
+Used by ``notebooks/cheatsheet.ipynb``; see :mod:`companion.cheatsheet` for why a
+formula the package implements is written out again here.
 """
 from __future__ import annotations
 
@@ -22,22 +10,22 @@ import math
 
 import torch
 
-from .collectives import costmodel
+from ..collectives import costmodel
+from ..collectives.accounting import ring_bytes
+from ..compression import OneBit, PowerSGD, TernGrad, payload_bytes
+from ..compression.sparse import encode_topk
+from ..dga.model import modeled_step_times
+from ..pipeline import bubble_fraction, simulate
+from ..pipeline.simulate import formula_text
+from ..sequence_parallel.ring import attention_bytes
+from ..validation import fraction, one_of, positive_int, positive_number
 
-from .data_parallel import memory
-from .compression import OneBit, PowerSGD, TernGrad, payload_bytes
-from .compression.sparse import encode_topk
-from .dga.model import modeled_step_times
-from .pipeline import bubble_fraction, simulate
-from .pipeline.simulate import formula_text
-from .validation import one_of, positive_int, positive_number, fraction, preflight
 
 __all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
            "zero_closed_form", "zero_traffic_closed_form", "bubble_table",
            "TP_COLLECTIVES_PER_LAYER", "tp_bytes_per_layer", "activation_closed_form",
            "attention_bytes", "COMPRESSION_FORMULAS", "compressed_bytes", "measured_bytes",
-           "dga_step_time", "modeled_step_time", "mfu", "PLANNER_RULES", "markdown_table",
-           "recorded_run", "ROOFLINE_RULES", "roofline_closed_forms"]
+           "dga_step_time", "modeled_step_time", "mfu"]
 
 # --- 1. Collectives under the alpha-beta model (notebooks 01 and 02) -------------------
 # algorithm -> (a, b) of T(n) = a alpha + b n / beta, as text, for N a power of two.
@@ -135,9 +123,9 @@ def tp_bytes_per_layer(b: int, s: int, h: int, t: int, e: int = 2,
         positive_int(name, value, "sizes are whole numbers >= 1")
     payload = b * s * h * e
     if sequence_parallel:
-        return 2 * (memory.ring_bytes_sent("all_gather", payload, t)
-                    + memory.ring_bytes_sent("reduce_scatter", payload, t))
-    return 2 * memory.ring_bytes_sent("all_reduce", payload, t)
+        return 2 * (ring_bytes("all_gather", payload, t)
+                    + ring_bytes("reduce_scatter", payload, t))
+    return 2 * ring_bytes("all_reduce", payload, t)
 
 
 def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str = "tp") -> float:
@@ -153,23 +141,8 @@ def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str
 
 
 # --- 5. Attention across ranks: Ulysses vs ring (notebook 06) -----------------------------
-def attention_bytes(method: str, b: int, s: int, h: int, p: int, e: int = 2,
-                    phase: str = "forward") -> float:
-    """Bytes one rank sends per attention layer; ``N = b s h e`` is one of q, k, v over
-    the whole sequence. Forward: Ulysses 4 (N/P)(P-1)/P (four all-to-alls), ring
-    2 N (P-1)/P (P-1 hops of a K and a V block), Megatron TP 2 N (P-1)/P (one
-    all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV)."""
-    one_of("method", method, ("ulysses", "ring", "tp"))
-    one_of("phase", phase, ("forward", "backward"))
-    for name, value in (("b", b), ("s", s), ("h", h), ("p", p), ("e", e)):
-        positive_int(name, value, "sizes are whole numbers >= 1")
-    n = b * s * h * e
-    forward = {"ulysses": 4 * n / p * (p - 1) / p, "ring": 2 * n * (p - 1) / p,
-               "tp": 2 * n * (p - 1) / p}
-    if phase == "forward":
-        return forward[method]
-    return {"ulysses": forward["ulysses"], "ring": 2 * n * (2 * p - 1) / p,
-            "tp": forward["tp"]}[method]
+# attention_bytes, imported above: notebook 06's formula lives with ring attention
+# (companion.sequence_parallel.ring), where the planner charges CP with it too.
 
 
 # --- 6. Gradient compression (notebook 07) -----------------------------------------------
@@ -251,90 +224,3 @@ def mfu(num_params: float, tokens: float, step_time: float, gpus: int,
         positive_number(name, value, "a positive number")
     positive_int("gpus", gpus, "the number of GPUs, e.g. gpus=1024")
     return 6.0 * num_params * tokens / (step_time * gpus * peak_flops)
-
-
-PLANNER_RULES = [  # (rule, why, where the planner encodes it)
-    ("DP x TP x PP = number of GPUs", "every GPU has exactly one coordinate",
-     "evaluate: reason"),
-    ("TP inside a node (TP <= 8 on GPUs), dividing the heads",
-     "4 full activation all-reduces per layer and sequence, on the critical path; their "
-     "traffic per step doubles with TP, and measured runs lose more once TP leaves NVLink",
-     "evaluate: tp_inter_node, TP time (planner.links)"),
-    ("DP groups across nodes: one NIC per member per node",
-     "a hierarchical reduction drives 8 NICs per node when TP x PP = 1, one when TP x PP >= 8",
-     "planner.links.group_collective_time"),
-    ("PP across nodes", "only one activation per micro-batch crosses a stage boundary",
-     "comm_bytes_per_step: pp_boundary"),
-    ("micro-batches per replica m >= PP, and many of them",
-     "bubble (p-1)/(m+p-1); with m < p the pipeline never fills", "evaluate: reason, bubble"),
-    ("no ZeRO-2/3 together with PP", "gradients or weights would move once per micro-batch",
-     "evaluate: reason"),
-    ("minimise model parallelism, give the rest to DP (ZeRO/FSDP when memory is short)",
-     "DP scales compute with the least communication per FLOP", "plan: ranking by step time"),
-]
-
-
-def _check_recorded(numel=840, seq=16, heads=4, head_dim=8, world_size=1) -> None:
-    for name, value in (("numel", numel), ("seq", seq), ("heads", heads),
-                        ("head_dim", head_dim)):
-        positive_int(name, value, "a whole number >= 1")
-
-
-@preflight(_check_recorded)
-def recorded_run(numel: int = 840, seq: int = 16, heads: int = 4, head_dim: int = 8) -> dict:
-    """Rank function for ``companion.launch``: the recorded traffic of every all-reduce
-    the package has, and the collectives logged by Ulysses and ring attention (float32,
-    batch 1) and by one TP and one TP+SP block (``compare_with_reference``'s float64
-    shapes: b=2, s=8, h=16), so the closed forms above can be held against real ranks.
-    Keys: the all-reduce names, "ulysses_attention", "ring_attention", "tp", "tp+sp"."""
-    _check_recorded(numel, seq, heads, head_dim)
-    from . import collectives, sequence_parallel, tensor_parallel
-    x, out = torch.ones(numel), {}
-    for name in costmodel.ALGORITHMS:
-        with collectives.traffic() as t:
-            collectives.ALL_REDUCE_ALGORITHMS[name](x)
-        out[name] = t
-    keep = ("forward", "backward", "forward_bytes", "backward_bytes", "out")
-    for method in ("ulysses", "ring"):
-        r = sequence_parallel.compare_attention(method=method, seq=seq, heads=heads,
-                                                head_dim=head_dim, batch=1, dtype="float32")
-        out[f"{method}_attention"] = {k: r[k] for k in keep}
-    for mode, sp in (("tp", False), ("tp+sp", True)):
-        r = tensor_parallel.compare_with_reference(kind="block", sequence_parallel=sp)
-        out[mode] = {k: r[k] for k in keep}
-    return out
-
-
-# --- 9. When parallelism pays (notebook 10): T_comm < T_math solved for one quantity -----
-ROOFLINE_RULES = [  # (strategy, compute-bound when, what cancels)
-    ("matmul on one chip", "B > C / W_hbm (bf16)", "D, F (B << D, F)"),
-    ("DP / FSDP", "tokens per device B / X > C / (W M_X)", "D, F"),
-    ("TP (Megatron MLP)", "Y < M_Y F W / C", "B, D"),
-    ("FSDP x TP, best split", "X = sqrt(B N M_X / (F M_Y)); B / N > (C / W)^2 / (M_X M_Y F)", "D"),
-    ("PP hop", "bytes D C / (2 P L W) < 1 (P params per layer, L layers per stage)", "B"),
-]
-
-
-def roofline_closed_forms(peak_flops: float, bandwidth: float, d_ff: int,
-                          batch_tokens: float, devices: int) -> dict:
-    """The rules of ``ROOFLINE_RULES`` written out (one mesh axis each), for the test that
-    holds them against ``companion.roofline``."""
-    for name, v in (("peak_flops", peak_flops), ("bandwidth", bandwidth),
-                    ("batch_tokens", batch_tokens)):
-        positive_number(name, v, f"pass {name} as a positive number.")
-    positive_int("d_ff", d_ff, "pass the MLP width F.")
-    positive_int("devices", devices, "pass the number of devices N.")
-    alpha = peak_flops / bandwidth
-    return {"dp_critical_tokens": alpha, "tp_max_degree": d_ff / alpha,
-            "fsdp_tp_split": min(max(math.sqrt(batch_tokens * devices / d_ff), 1), devices),
-            "fsdp_tp_min_tokens": alpha ** 2 / d_ff}
-
-
-def markdown_table(headers, rows) -> str:
-    """A Markdown table (display it with ``IPython.display.Markdown``)."""
-    if not headers or any(len(row) != len(headers) for row in rows):
-        raise ValueError("rows: every row needs one cell per header (and headers must not "
-                         "be empty)")
-    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    return "\n".join(lines)

@@ -1,4 +1,9 @@
-"""Learning-rate schedules shared by the training loops of notebooks 07 and 08."""
+"""Learning-rate schedules shared by the training loops of notebooks 07 and 08.
+
+Taught in notebook 07 (``notebooks/07_gradient_compression.ipynb``), where the compressed
+runs first need a schedule; notebook 08's delayed-averaging runs (``companion.dga``) train
+with the same one, so the comparison between the two notebooks is like for like.
+"""
 from __future__ import annotations
 
 import math

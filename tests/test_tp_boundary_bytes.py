@@ -1,13 +1,13 @@
 """A pipeline boundary carries b*s*h per micro-batch; TP all-reduces it 4 times per block.
 
-Measured on real gloo ranks (companion.pipeline.boundary_bytes), for the same blocks.
+Measured on real gloo ranks (companion.tensor_parallel.boundary_bytes), for the same blocks.
 """
 from __future__ import annotations
 
 import pytest
 
 import companion
-from companion.pipeline.boundary_bytes import pp_vs_tp_bytes, reference_loss
+from companion.tensor_parallel.boundary_bytes import pp_vs_tp_bytes, reference_loss
 
 
 @pytest.mark.parametrize("ranks", [2, 4])

@@ -2,7 +2,9 @@
 
 Taught in notebook 04 (``notebooks/04_pipeline_parallelism.ipynb``), section "Why
 pipelines go on the slowest links" (CS336 L8 section 4.2: a pipeline stage boundary
-carries only the ``b*s*h`` activation of each micro-batch).
+carries only the ``b*s*h`` activation of each micro-batch). It lives with tensor
+parallelism because the comparison needs notebook 05's parallel block; notebook 04 shows
+the result and notebook 05 builds the block.
 
 :func:`pp_vs_tp_bytes` runs one forward and backward of the same stack of transformer
 blocks (``companion.models.Block``) twice on the same ranks:
@@ -98,7 +100,7 @@ def _pipeline(blocks, x, target, microbatches):
 
 
 def _tensor_parallel(blocks, x, target):
-    from ..tensor_parallel import ParallelBlock
+    from . import ParallelBlock
 
     model = torch.nn.Sequential(*[ParallelBlock(b) for b in blocks])
     with comm_log.recording() as log:
