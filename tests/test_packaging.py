@@ -29,6 +29,16 @@ def test_ci_runs_make_test_and_readme_shows_both_commands():
     assert readme.index("make lab") < readme.index("make test") < 2000
 
 
+def test_readmes_first_screen_starts_a_student():
+    """What it is, the two commands, the first notebook and the table of every notebook fit
+    in the first 60 lines; Colab/Binder and the verification details live in docs/."""
+    first = "\n".join((ROOT / "README.md").read_text().splitlines()[:60])
+    for needed in ("make lab", "make test", "00_launching_ranks", "docs/colab-and-binder.md",
+                   *(f"| {n:02d} |" for n in range(13))):
+        assert needed in first, f"README's first 60 lines lack {needed!r}"
+    assert "colab.research.google.com" not in first
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebooks_are_committed_without_outputs(path):
     nb = json.loads(path.read_text())
@@ -74,13 +84,14 @@ def test_pyproject_names_ranges_that_the_exact_pins_satisfy():
         "torch must stay a range in pyproject.toml, so that Colab's own torch satisfies it")
 
 
-def test_shipped_data_are_package_data_with_checksums():
-    folder = ROOT / "companion" / "_data"
+def test_shipped_data_sit_at_the_top_with_checksums_and_go_into_the_wheel():
+    folder = ROOT / "data"
     files = {p.name for p in folder.iterdir()}
     named = {line.split()[1] for line in (folder / "SHA256SUMS").read_text().splitlines()
              if line.strip() and not line.startswith("#")}
     assert files - {"SHA256SUMS"} == named - {"digits"}, "every shipped file has a checksum"
-    assert "_data/*" in _pyproject()["tool"]["setuptools"]["package-data"]["companion"]
+    assert '"companion._data": "data"' in (ROOT / "setup.py").read_text()
+    assert _pyproject()["tool"]["setuptools"]["package-data"]["companion._data"] == ["*"]
 
 
 def test_binder_installs_the_package_from_environment_yml():
@@ -101,5 +112,5 @@ def test_readme_links_every_notebook_on_colab_and_binder():
     from companion.tools import bootstrap
 
     table = bootstrap.links_table([ROOT / "notebooks"], root=ROOT)
-    assert table in (ROOT / "README.md").read_text(), (
-        "README's Colab/Binder table is stale: paste `python -m companion.tools.bootstrap --links notebooks/`")
+    assert table in (ROOT / "docs" / "colab-and-binder.md").read_text(), (
+        "docs/colab-and-binder.md's table is stale: paste `python -m companion.tools.bootstrap --links notebooks/`")
