@@ -149,25 +149,30 @@ def _has_png(executed) -> bool:
                for o in c.outputs)
 
 
+# Four notebooks of each kind: plots and a widget (00), a memory widget with sliders (03),
+# a player driven by a Play button (11), tables and widgets but no plot (12). nbval and the
+# browser tests already execute every notebook; what only this test sees is a page built
+# from an executed notebook, which these four cover. About a minute on 2 idle cores.
+SITE_SAMPLE = ("00", "03", "11", "12")
+
+
 @pytest.mark.ci
-# It executes every notebook once more: ~6 min on 2 idle cores, 14 min measured under
-# heavy load; the suite's 300 s default would cut it off (and a cut-off mid-parse left
-# CPython's AST state broken for the next test).
-@pytest.mark.timeout(1800)
-def test_the_whole_site_builds_with_plots_and_widget_state(tmp_path):
-    """`make site` as CI runs it: every notebook executed (a failing cell fails the
+@pytest.mark.timeout(900)
+def test_the_site_builds_with_plots_and_widget_state(tmp_path):
+    """`make site ONLY=...` as CI runs it: each notebook executed (a failing cell fails the
     build), each page with its plots, widget state where the notebook has widgets, and
     the widget renderer beside the pages (fetched with npm once, then cached)."""
     out = tmp_path / "site"
-    index = build_site(out, ROOT / "notebooks", log=print)
-    entries = course_entries(ROOT / "notebooks")
+    index = build_site(out, ROOT / "notebooks", only=list(SITE_SAMPLE), log=print)
+    entries = [e for e in course_entries(ROOT / "notebooks") if e.number in SITE_SAMPLE]
+    assert len(entries) == len(SITE_SAMPLE)
     offline = (out / "_static" / "embed-amd.js").exists()
     with_plots = [e for e in entries if _has_png(out / "executed" / e.path.name)]
-    assert len(with_plots) >= len(entries) - 2, "nearly every notebook draws a plot"
+    assert len(with_plots) >= len(entries) - 1, "every sampled notebook but 12 draws a plot"
     for e in entries:
         html = (out / f"{e.stem}.html").read_text()
         assert f"href='{e.stem}.html'" in index.read_text()
-        if _has_png(out / "executed" / e.path.name):  # 12 and the cheat-sheet draw no plot
+        if _has_png(out / "executed" / e.path.name):  # 12 draws no plot
             assert re.search(r'<img[^>]+src="data:image/png;base64,', html), e.stem
         if _uses_widgets(e.path):
             models = _check_page(html, plot=e in with_plots) if e.number else None

@@ -12,9 +12,9 @@ Zhu et al., NeurIPS 2021):
 from . import model
 from .algorithms import (ALGORITHMS, dga_update, quadratic_grad_fn, run_worker, simulate,
                          stale_update)
-from .problems import digits_split, mlp_problem, side_by_side
+from .problems import N_TRAIN, digits_split, mlp_problem, side_by_side
 from .runs import overlap_fraction, sweep, toy_train, train
 
 __all__ = ["ALGORITHMS", "dga_update", "stale_update", "run_worker", "simulate",
            "digits_split", "mlp_problem", "side_by_side", "quadratic_grad_fn", "train",
-           "toy_train", "sweep", "overlap_fraction", "model"]
+           "toy_train", "sweep", "overlap_fraction", "model", "N_TRAIN"]
