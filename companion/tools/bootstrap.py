@@ -5,7 +5,7 @@ Each notebook's first cell installs this package when ``companion`` is not impor
 already installed alone. In a clone set up with ``make lab``, or on Binder (whose
 ``environment.yml`` installs the package), the cell finds ``companion`` and does nothing,
 so nbval, Voila and ``make student`` run it like any other cell. docs/colab-and-binder.md's "Colab
-and Binder" section explains it; ``tests/test_colab_install.py`` runs notebooks 00 and 08
+and Binder" section explains it; ``tests/test_colab_install.py`` runs notebooks 00 and 02
 through it in a fresh virtual environment. Usage::
 
     python -m companion.tools.bootstrap notebooks/          # insert or update the cell
