@@ -13,8 +13,8 @@ SITE_DIR ?= build/site
 ONLY   ?=
 STUDENT_DIR ?= dist/student
 PYTEST_ARGS ?=
-# The real-browser tests re-run every notebook twice more (JupyterLab, then Voila): about
-# 25 minutes on top of 9. CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
+# The real-browser tests re-run every notebook twice more (JupyterLab, then Voila; the
+# README's "For developers" has the times). CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 

@@ -68,6 +68,7 @@ MODULES: dict[str, str] = {
     "hierarchical_all_reduce": "companion.collectives.hierarchical",
     "collectives_all_reduce_training": "companion.data_parallel.param_server",
     "collectives_parameter_server": "companion.data_parallel.param_server",
+    "zero_train": "companion.data_parallel.runs",
     "pipeline_run": "companion.pipeline.tinymlp",
     "tp_activation_memory": "companion.tensor_parallel.checks",
     "tp_compare": "companion.tensor_parallel.checks",

@@ -79,6 +79,9 @@ CPU_ONLY = {
     "moe_expert_parallel": (2, {}, _REFERENCE),
     "hybrid_dp_tp": (4, {"steps": 1}, _MESH),
     "hybrid_pp_dp": (4, {"steps": 1}, _MESH),
+    "hybrid_dp_tp_pp": (8, {"steps": 1}, _MESH),
+    "hybrid_ep_dp": (4, {"steps": 1}, "a CPU device mesh for the expert-parallel MoE; "
+                     "it compares with a single-process reference"),
 }
 
 
