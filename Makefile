@@ -117,11 +117,20 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# GPU readiness: tests/gpu/ runs only where torch sees CUDA and a GPU; without
-# them every test skips with one reason and this exits 0. COMPANION_GPU_CHECK_DEVICE=cpu
-# dry-runs the same tests with gloo on the CPU (set it by hand; make test never does).
-gpu-check: $(STAMP)
-	$(BIN)/python -m pytest tests/gpu $(PYTEST_ARGS)
+# GPU readiness: tests/gpu/ runs only where torch sees CUDA and a GPU; without them every
+# test skips with one reason and this exits 0, but GPUs visible to a CPU build of torch fail
+# it (tests/gpu/gpu_setup.py). COMPANION_GPU_CHECK_DEVICE=cpu dry-runs the same tests with
+# gloo on the CPU. A GPU machine usually brings its own Python with a CUDA build of torch,
+# and the pinned CPU wheel is the wrong build there: when $(PYTHON)'s torch has CUDA, the
+# check runs on it with the repository on the path, installs nothing and needs no nbval.
+gpu-check:
+	@if $(PYTHON) -c 'import torch, sys; sys.exit(torch.version.cuda is None)' 2>/dev/null; then \
+	    echo "gpu-check on $(PYTHON): its torch has CUDA; the repository on the path, nothing installed"; \
+	    PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(PYTHON) -m pytest -p no:cacheprovider \
+	        -o addopts="" tests/gpu $(PYTEST_ARGS); \
+	else \
+	    $(MAKE) --no-print-directory $(STAMP) && $(BIN)/python -m pytest tests/gpu $(PYTEST_ARGS); \
+	fi
 
 # The student release: nbgrader-marked solutions replaced by `raise NotImplementedError()`.
 student: $(STAMP)

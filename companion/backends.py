@@ -5,6 +5,7 @@ says why it did not otherwise; CPU world sizes are bounded by the cores availabl
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -51,6 +52,19 @@ def _visible_gpus() -> int:
     return torch.cuda.device_count()
 
 
+@functools.lru_cache(maxsize=1)
+def _cuda_start_error() -> str | None:
+    """None when CUDA initialises in this process, else why not (a driver older than the
+    wheel's CUDA, a broken install). NVML can count GPUs that CUDA cannot use, and a rank
+    that finds out in ``set_device`` dies after every other rank has started. The kernel
+    may hold CUDA state safely: ranks fork from an exec'd server, never from it."""
+    try:
+        torch.cuda.init()
+    except Exception as exc:  # noqa: BLE001 - any failure means: do not pick NCCL
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
 def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
     """Resolve ``backend`` ("auto", "gloo" or "nccl") and say why, as (backend, reason)."""
     one_of("backend", backend, BACKENDS, "use 'auto' to let the launcher choose.")
@@ -63,10 +77,19 @@ def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
         if gpus < world_size:
             raise ValueError(f"backend='nccl' needs one GPU per rank: {world_size} ranks but "
                              f"{gpus} GPU(s) visible; use world_size<={gpus} or backend='gloo'.")
+        error = _cuda_start_error()
+        if error:
+            raise ValueError(f"backend='nccl' asked for, but CUDA cannot start here ({error}); "
+                             "install a torch build that matches the driver, or use "
+                             "backend='gloo'.")
         return "nccl", f"asked for; {gpus} GPU(s), rank r on cuda:r"
     if backend == "gloo":
         return "gloo", "asked for; ranks compute on CPU"
     if gpus >= world_size and nccl:
+        error = _cuda_start_error()
+        if error:
+            return "gloo", (f"{gpus} GPU(s) visible but CUDA cannot start here ({error}), "
+                            "so ranks compute on CPU")
         return "nccl", f"{gpus} GPU(s) visible, one per rank (rank r on cuda:r)"
     if torch.version.cuda is None:
         return "gloo", "this torch build has no CUDA, so ranks compute on CPU"

@@ -10,6 +10,9 @@ then all three of these run it:
 
 Each rank function returns picklable data; the optional ``summarize`` turns the list of
 per-rank results into text that rank 0 (or the parent) prints. Ranks never plot.
+
+A new experiment also needs its row in :data:`MODULES` (name -> module), so that a rank
+imports that one module only; ``tests/test_layout.py`` fails until the row is there.
 """
 from __future__ import annotations
 
@@ -120,7 +123,8 @@ def get(name: str) -> Experiment:
 
 
 def _check_calls(calls, world_size=None) -> None:
-    fix = "pass a list of (function, kwargs) pairs, e.g. [(compare_with_reference, {'kind': 'mlp'})]."
+    fix = ("pass a list of (function, kwargs) pairs, e.g. "
+           "[(compare_with_reference, {'kind': 'mlp'})].")
     for i, call in enumerate(calls):
         if not (isinstance(call, (tuple, list)) and len(call) == 2):
             raise TypeError(f"calls[{i}] must be a (function, kwargs) pair, got {call!r}; {fix}")

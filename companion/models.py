@@ -10,6 +10,7 @@ compared with the single-process one exactly.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -18,8 +19,24 @@ import torch.nn.functional as F
 
 from .validation import positive_int
 
-__all__ = ["TinyMLP", "TinyTransformer", "Block", "CausalSelfAttention", "MLP",
+__all__ = ["seeded", "TinyMLP", "TinyTransformer", "Block", "CausalSelfAttention", "MLP",
            "count_parameters"]
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Draw from the CPU generator seeded with ``seed``, then put its old state back, so
+    building a model never moves anyone else's random stream.
+
+    Only the CPU generator: models are built on the CPU, and forking the CUDA generators
+    too (``fork_rng``'s default) initialises CUDA in every process that builds a model,
+    gloo ranks and the notebook included, and fails outright where CUDA cannot start.
+    Every model of the package, and every reference a parallel run is compared with, is
+    built under it.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.random.default_generator.manual_seed(seed)
+        yield
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -39,8 +56,7 @@ class TinyMLP(nn.Sequential):
         for name, value in (("in_features", in_features), ("hidden", hidden),
                             ("out_features", out_features), ("depth", depth)):
             positive_int(name, value, f"TinyMLP sizes and depth must all be >= 1, e.g. {name}=2.")
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
+        with seeded(seed):
             layers: list[nn.Module] = []
             width = in_features
             for _ in range(depth):
@@ -124,8 +140,7 @@ class TinyTransformer(nn.Module):
         if min(vocab_size, d_model, n_heads, n_layers, max_seq_len) < 1:
             raise ValueError("TinyTransformer sizes must all be >= 1.")
         d_ff = d_ff or 4 * d_model
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
+        with seeded(seed):
             self.tok_emb = nn.Embedding(vocab_size, d_model)
             self.pos_emb = nn.Embedding(max_seq_len, d_model)
             self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))

@@ -115,6 +115,12 @@ def setup_process_group(
         os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
         os.environ.setdefault("NCCL_SOCKET_IFNAME", iface)
     if backend == "nccl":
+        if torch.cuda._is_in_bad_fork():
+            # A process forked from one that had started CUDA cannot use it; the launcher
+            # forks ranks from an exec'd server so this never happens, and says so if it does.
+            raise RuntimeError(f"rank {rank} was forked from a process that had initialised "
+                               "CUDA, so it cannot use the GPU; start ranks with "
+                               "companion.launch or torchrun, not os.fork.")
         # Rank r on a node owns cuda:LOCAL_RANK; set it before NCCL creates communicators.
         torch.cuda.set_device(local_rank_default(rank))
     kwargs, spec = {}, backend

@@ -797,6 +797,7 @@ NOT_APPLICABLE = {
     "world_size": "takes no arguments",
     "device": "takes no arguments",
     "warm_up": "takes one flag (background); any value is a valid choice",
+    "seeded": "a context manager over torch's CPU generator, which checks the seed itself",
     "guarded": "takes an Output widget and decorates a callback",
     "showing": "takes an Output widget",
     "tp_split_explorer": "takes no arguments",

@@ -260,3 +260,48 @@ def test_auto_backend_explains_its_choice():
     if not torch.cuda.is_available():
         assert backend == "gloo" and "CPU" in reason
     assert max_world_size() >= 8
+
+
+def test_gpus_that_cuda_cannot_start_fall_back_to_gloo_with_the_reason(monkeypatch):
+    """NVML can count GPUs that CUDA cannot use (a driver older than the wheel's CUDA):
+    'auto' then stays on gloo and says why, and an explicit 'nccl' is refused up front."""
+    from companion import backends
+
+    error = "RuntimeError: The NVIDIA driver on your system is too old"
+    monkeypatch.setattr(backends, "_visible_gpus", lambda: 4)
+    monkeypatch.setattr(backends.dist, "is_nccl_available", lambda: True)
+    monkeypatch.setattr(backends, "_cuda_start_error", lambda: error)
+    backend, reason = backends.choose_backend("auto", 2)
+    assert backend == "gloo" and "CUDA cannot start" in reason and "too old" in reason
+    with pytest.raises(ValueError, match="CUDA cannot start.*too old.*backend='gloo'"):
+        backends.choose_backend("nccl", 2)
+    monkeypatch.setattr(backends, "_cuda_start_error", lambda: None)
+    assert backends.choose_backend("auto", 2)[0] == "nccl"
+
+
+def test_building_a_model_leaves_every_random_stream_and_cuda_alone():
+    """models.seeded forks the CPU generator only: the caller's stream is untouched, and
+    the CUDA generators, which forking them would initialise, are never named."""
+    from unittest import mock
+
+    from companion.models import TinyMLP, seeded
+
+    real, asked = torch.random.fork_rng, []
+
+    def recording_fork_rng(devices=None, **kwargs):
+        asked.append(devices)
+        return real(devices=devices, **kwargs)
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    with mock.patch("torch.random.fork_rng", recording_fork_rng):
+        a = TinyMLP(seed=5)
+        with seeded(5):
+            drawn = torch.rand(2)
+    assert asked == [[], []], f"fork_rng must be told devices=[]; got {asked}"
+    assert torch.equal(torch.rand(3), expected)
+    b = TinyMLP(seed=5)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    with seeded(5):
+        assert torch.equal(torch.rand(2), drawn)

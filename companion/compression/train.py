@@ -24,6 +24,7 @@ from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
 from .sparse import DGC, DGCConfig
 from .wire import all_reduce_mean
+from ..models import seeded
 from ..validation import one_of, positive_int, positive_number, preflight
 
 __all__ = ["BiasFreeMLP", "MomentumSGD", "DenseAllReduce", "make_compressor", "train",
@@ -41,8 +42,7 @@ def BiasFreeMLP(hidden: int = 128, depth: int = 1, seed: int = 0) -> nn.Sequenti
     """
     positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
     positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=1.")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         layers, width = [], 64
         for _ in range(depth):
             layers += [nn.Linear(width, hidden, bias=False), nn.ReLU()]

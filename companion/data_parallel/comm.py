@@ -42,8 +42,8 @@ __all__ = ["Collectives"]
 class _Handle:
     """One collective in flight; ``wait()`` blocks until its result may be read."""
 
-    def __init__(self, work, record):
-        self.work, self.record, self.done = work, record, False
+    def __init__(self, work, record, device=None):
+        self.work, self.record, self.done, self.device = work, record, False, device
 
     def wait(self):
         if self.done:
@@ -51,6 +51,10 @@ class _Handle:
         t0 = time.perf_counter()
         self.work.wait()
         self.done = True
+        if self.record is not None and self.device is not None and self.device.type == "cuda":
+            # NCCL's wait() only orders the current stream and returns at once; a timed
+            # record must end when the GPU has the result, not when the host asked.
+            torch.cuda.synchronize(self.device)
         if self.record is not None:
             self.record["wait_start"], self.record["wait_end"] = t0, time.perf_counter()
             for key, attr in (("start", "link_start_at"), ("end", "ready_at"),
@@ -83,7 +87,7 @@ class Collectives:
             work = run(True)
         else:  # performed for real on the link's thread, delivered bytes / beta later
             work = self.link.submit(lambda _: run(False), tensor, tag, nbytes)
-        return _Handle(work, record)
+        return _Handle(work, record, tensor.device)
 
     def all_reduce(self, tensor: torch.Tensor, tag=None) -> _Handle:
         """Sum ``tensor`` over the ranks, in place."""

@@ -44,6 +44,7 @@ from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..sequence_parallel.moe import ExpertParallelMoE, MoE
+from ..models import seeded
 from ..validation import positive_int, positive_number, preflight
 from .mesh import check_mesh
 
@@ -101,8 +102,7 @@ class _MoEModel(nn.Module):
 
     def __init__(self, d_model, d_ff, n_experts, top_k, capacity_factor, seed):
         super().__init__()
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
+        with seeded(seed):
             self.proj = nn.Linear(d_model, d_model)
         self.moe = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed)
 

@@ -69,14 +69,13 @@ def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int
     output difference from the single-process block."""
     import time
 
-    from ..models import Block
+    from ..models import Block, seeded
     from ..tensor_parallel import ParallelBlock
 
     _check_benchmark(method, steps, batch, seq, d_model, heads)
     rank, size = _rank_size(None)
     _check_seq(seq, size)
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         full = Block(d_model, heads, 4 * d_model)
     x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed))
     shard = x.chunk(size, dim=1)[rank].clone()

@@ -24,7 +24,7 @@ import torch.nn as nn
 
 from ..collectives import log as comm_log
 from ..experiments import experiment
-from ..models import MLP
+from ..models import MLP, seeded
 from . import AllToAll
 from ..validation import one_of, positive_int, positive_number, preflight
 
@@ -82,8 +82,7 @@ class MoE(nn.Module):
                             ("top_k", top_k)):
             positive_int(name, value, "MoE sizes must all be >= 1.")
         _capacity(1, top_k, n_experts, capacity_factor)  # refuses a NaN or <= 0 factor now
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
+        with seeded(seed):
             self.router = nn.Linear(d_model, n_experts, bias=False)
             self.experts = nn.ModuleList(MLP(d_model, d_ff) for _ in range(n_experts))
         self.top_k, self.capacity_factor, self.n_experts = top_k, capacity_factor, n_experts

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from .. import runtime
 
 from ..collectives import log as comm_log
-from ..models import Block
+from ..models import Block, seeded
 from ..validation import positive_int, preflight
 
 __all__ = ["pp_vs_tp_bytes"]
@@ -53,8 +53,7 @@ def _check(layers, batch, seq, d_model, n_heads, microbatches, world_size=1) -> 
 
 
 def _model_and_data(layers, batch, seq, d_model, n_heads, seed):
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         blocks = [Block(d_model, n_heads, 4 * d_model) for _ in range(layers)]
     gen = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, seq, d_model, generator=gen)

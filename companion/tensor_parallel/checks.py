@@ -15,6 +15,7 @@ from ..collectives import log as comm_log
 from ..experiments import experiment
 from .layers import (_MISTAKES, ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
                      allreduce_sequence_parallel_grads, group_rank_size, shard_like)
+from ..models import seeded
 from ..validation import (accepts, callable_arg, one_of, positive_int, preflight,
                           run_preflight)
 
@@ -37,8 +38,7 @@ def _diff_summary(results: list) -> str:
 def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
     from ..models import Block
 
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         block = Block(d_model, n_heads, d_ff).to(dtype)
     return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
 
@@ -222,8 +222,7 @@ def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: i
     _check_activation(mode, batch, seq, d_model, n_heads, dtype)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         block = Block(d_model, n_heads, 4 * d_model).to(dt)
     x = torch.randn(batch, seq, d_model, dtype=dt, generator=torch.Generator().manual_seed(seed))
     if mode != "single":

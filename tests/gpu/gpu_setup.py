@@ -1,6 +1,7 @@
 """Where the GPU checks run: read once, shared by conftest.py and the tests (see conftest.py)."""
 from __future__ import annotations
 
+import glob
 import os
 
 import pytest
@@ -18,6 +19,15 @@ if MODE not in ("cuda", "cpu"):
 def _why_not() -> str | None:
     if MODE == "cpu":
         return None
+    devices = sorted(glob.glob("/dev/nvidia[0-9]*"))
+    if torch.version.cuda is None and devices:
+        # Skipping here would pass while testing nothing on exactly the machine it is for.
+        raise pytest.UsageError(
+            f"{len(devices)} GPU(s) visible ({', '.join(devices)}) but torch {torch.__version__} "
+            "is a CPU build, so nothing could run on them. Install torch's CUDA build for this "
+            "driver into the Python that runs the check (torch's install page names the "
+            "index), or run `make gpu-check PYTHON=/path/to/python` with a Python whose torch "
+            "has CUDA: it then installs nothing.")
     if torch.version.cuda is None:
         return (f"no CUDA: torch {torch.__version__} is a CPU build "
                 "(COMPANION_GPU_CHECK_DEVICE=cpu dry-runs these checks with gloo)")

@@ -85,3 +85,46 @@ def test_cli_runs_an_experiment_on_the_gpu():
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"[launch] {BACKEND} backend" in out.stdout, out.stdout
     assert ": OK" in out.stdout, out.stdout
+
+
+def _two_rank_probe():
+    import torch.distributed as dist
+
+    from companion import runtime
+
+    x = torch.full((1024,), 1.0 + runtime.rank(), device=runtime.device())
+    dist.all_reduce(x)
+    parts = [torch.empty(4, device=runtime.device()) for _ in range(2)]
+    dist.all_gather(parts, torch.full((4,), float(runtime.rank()), device=runtime.device()))
+    return {"device": str(x.device), "sum": x[:2], "gathered": torch.cat(parts),
+            "bad_fork": torch.cuda._is_in_bad_fork() if x.is_cuda else False}
+
+
+def test_two_ranks_on_two_gpus_or_two_cpu_ranks():
+    """The first multi-rank NCCL job is this test, not a notebook cell: an all-reduce and
+    an all-gather across 2 GPUs (2 gloo ranks in the dry run; skipped on one GPU)."""
+    if MODE == "cuda" and GPUS < 2:
+        pytest.skip(f"{GPUS} GPU: two NCCL ranks need two GPUs")
+    results = companion.launch(_two_rank_probe, world_size=2, backend=BACKEND, timeout=TIMEOUT)
+    assert [r["device"] for r in results] == ([f"cuda:{r}" for r in range(2)] if MODE == "cuda"
+                                              else ["cpu", "cpu"])
+    for r in results:
+        assert torch.equal(r["sum"], torch.full((2,), 3.0))
+        assert torch.equal(r["gathered"], torch.tensor([0.0] * 4 + [1.0] * 4))
+        assert not r["bad_fork"]
+
+
+def test_torchrun_two_processes_per_node():
+    """`torchrun --nproc-per-node 2 -m companion run all_reduce`, as notebook 00 runs it:
+    NCCL on two GPUs (gloo in the dry run; skipped on one GPU)."""
+    if MODE == "cuda" and GPUS < 2:
+        pytest.skip(f"{GPUS} GPU: torchrun with two NCCL processes needs two GPUs")
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    cmd = ([torchrun] if os.path.exists(torchrun) else [sys.executable, "-m", "torch.distributed.run"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (
+        os.path.dirname(os.path.dirname(companion.__file__)), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([*cmd, "--standalone", "--nproc-per-node", "2", "-m", "companion",
+                           "run", "all_reduce", "--backend", BACKEND], capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert BACKEND in done.stdout, done.stdout[-2000:]

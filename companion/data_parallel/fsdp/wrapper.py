@@ -111,6 +111,10 @@ class FSDP(nn.Module):
 
     # -- timeline -------------------------------------------------------------------
     def _event(self, kind, unit, phase, t0):
+        if self.full and self.full[0].is_cuda:
+            # Under NCCL a wait() returns before the GPU is done: the timeline (notebook
+            # 03) must show when the data was there, so the host waits for the device.
+            torch.cuda.synchronize(self.full[0].device)
         self.timeline.append((kind, unit, phase, t0 - self._t0, time.perf_counter() - self._t0))
 
     # -- forward ----------------------------------------------------------------------
