@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "companion"
 
 # Tiers from the bottom: 0 the shared foundation, 1 the chapters, 2 the course, 3 the tools.
 FOUNDATION = {"launcher", "supervisor", "runtime", "backends", "experiments", "basics", "models",
-              "data", "units", "validation", "hardware", "plotting", "i18n", "network", "_data",
+              "data", "units", "validation", "hardware", "plotting", "i18n", "network",
               "fonts"}
 # A chapter may import chapters of earlier (or the same) notebooks, never of later ones.
 CHAPTERS = {"collectives": 1, "data_parallel": 3, "pipeline": 4, "tensor_parallel": 5,
