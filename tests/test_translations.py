@@ -157,7 +157,7 @@ def test_exercise_text_comes_from_the_translation_table(language, monkeypatch, c
     assert "求平均" not in ex._repr_markdown_()          # English until asked
     language("zh-CN")
     card = ex._repr_markdown_()
-    assert "**练习 00.average（核心）：求平均**" in card and "任务文本" in card
+    assert "**练习 00.average（核心，实现，2 分）：求平均**" in card and "任务文本" in card
     ex._hints_shown = 0
     ex.hint()
     assert capsys.readouterr().out == "提示 1/%d：第一条\n" % len(ex.hints)

@@ -26,7 +26,12 @@ ZH_CN = {
     "warm-up": "热身",
     "core": "核心",
     "stretch": "进阶",
-    "**Exercise {id} ({level}): {title}**": "**练习 {id}（{level}）：{title}**",
+    "implement": "实现",
+    "diagnose": "诊断",
+    "decide": "决策",
+    "predict": "预测",
+    "**Exercise {id} ({level}, {kind}, {points} points): {title}**":
+        "**练习 {id}（{level}，{kind}，{points} 分）：{title}**",
     "Exercise {id} ({level}): {title}": "练习 {id}（{level}）：{title}",
     "\n- not allowed: {names} ({reason})": "\n- 不允许使用：{names}（{reason}）",
     "Stuck? `{short}.hint()` shows the next of {count} hints, one at a time.":

@@ -40,9 +40,15 @@ from .verdict import FORBIDDEN_TAG, Verdict, crash, forbidden, not_implemented, 
 from .watch import watching
 from ..i18n import _, exercise_text
 
-__all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS"]
+__all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS", "KINDS",
+           "POINTS"]
 
 LEVELS = ("warm-up", "core", "stretch")
+# What an exercise asks of the student. "implement" builds the mechanism the lecture
+# teaches; the other three need judgement: fix a given broken run (diagnose), choose a
+# configuration and defend it (decide), or predict a measurement and explain it (predict).
+KINDS = ("implement", "diagnose", "decide", "predict")
+POINTS = {"warm-up": 1, "core": 2, "stretch": 3}
 _REGISTRY: dict[str, "Exercise"] = {}
 
 
@@ -78,6 +84,7 @@ class Exercise:
     pure: bool = False
     precheck: Callable | None = None
     world_size: int = 4
+    kind: str = "implement"
     rtol: float = 0.0
     atol: float = 0.0
     timeout: float = 30.0
@@ -94,8 +101,15 @@ class Exercise:
             positive_number(name, getattr(self, name), f"{name}=0.0 means exact", zero=True)
         if self.level not in LEVELS:
             raise ValueError(f"level={self.level!r}: use one of {LEVELS}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind={self.kind!r}: use one of {KINDS}")
         if len(self.hints) < 2:
             raise ValueError(f"{self.id}: give at least 2 graduated hints")
+
+    @property
+    def points(self) -> int:
+        """Marks for a passing attempt, by level (shown on the card; used by the grader)."""
+        return POINTS[self.level]
 
     # ---- what the student sees -------------------------------------------------------
     def _repr_markdown_(self) -> str:
@@ -104,8 +118,9 @@ class Exercise:
             by_reason.setdefault(v, []).append(f"`{short_name(k)}`")
         rules = "".join(_("\n- not allowed: {names} ({reason})").format(
             names=", ".join(names), reason=reason) for reason, names in by_reason.items())
-        return (_("**Exercise {id} ({level}): {title}**").format(
-                    id=self.id, level=_(self.level), title=self.shown("title"))
+        return (_("**Exercise {id} ({level}, {kind}, {points} points): {title}**").format(
+                    id=self.id, level=_(self.level), kind=_(self.kind), points=self.points,
+                    title=self.shown("title"))
                 + f"\n\n{self.shown('task')}\n{rules}\n\n"
                 + _("Stuck? `{short}.hint()` shows the next of {count} hints, one at a "
                     "time.").format(short=self.short, count=len(self.hints)))

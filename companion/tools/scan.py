@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent
 CALLS = {"_", "tr", "gettext"}
 # Messages looked up with a variable argument (exercise levels, widget option names):
 # listed here so the completeness test covers them too.
-DYNAMIC = ("warm-up", "core", "stretch", "weights", "gradients", "optimizer state",
+DYNAMIC = ("warm-up", "core", "stretch", "implement", "diagnose", "decide", "predict",
+           "weights", "gradients", "optimizer state",
            "no parallelism", "TP + selective", "TP+SP + selective", "full recompute",
            "before: rank r holds tokens of shard r, all heads",
            "after all-to-all: rank r holds all tokens of its heads (attention runs locally)",
