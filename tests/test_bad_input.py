@@ -44,6 +44,8 @@ from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
 from companion import planner as PL
+from companion.planner import decoder as PDEC, fit as PFIT, memory_model as PMM
+from companion.planner import torch_memory as PTM
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
 from companion.collectives import demos, hierarchical as CH, primitives
@@ -784,11 +786,33 @@ CASES = [
     Case("check_plans/mixed-device-counts", AUTO.check_plans, ([(AP_MLP, AP_PLAN, (4,)), (AP_MLP, AUTO.megatron_plan(AP_MLP, (2,)), (2,))],), {}, ValueError, "cases"),
     Case("launch/run_plan-world-size", launch, (AUTO.run_plan, AP_MLP, AP_PLAN, (4,)), {"world_size": 2}, ValueError, "world_size"),
     Case("launch/run_plans-empty", launch, (AUTO.run_plans, []), {"world_size": 2}, ValueError, "cases"),
+    # ---- will it fit (notebook 09): the memory model, torch's measurement, the command
+    Case("fit/unknown-model", PFIT.fit, ("Llama-9 1T", 8), {}, ValueError, "model="),
+    Case("fit/unknown-gpu", PFIT.fit, ("Llama-3 8B", 8), {"gpu": "H1000"}, ValueError, "gpu="),
+    Case("fit/degrees-not-multiplying", PFIT.fit, ("Llama-3 8B", 12), {"tp": 8}, ValueError, "tp x pp x cp"),
+    Case("fit/tp-not-dividing-heads", PFIT.fit, ("Llama-3 8B", 12), {"tp": 3}, ValueError, "tp=3"),
+    Case("format_report/not-a-report", PFIT.format_report, ("report",), {}, TypeError, "report"),
+    Case("predict_memory/zero-2", PMM.predict_memory, (LLAMA, PMM.Layout(8, zero=2)), {}, ValueError, "zero="),
+    Case("predict_memory/not-a-spec", PMM.predict_memory, ("Llama", PMM.Layout(8)), {}, TypeError, "spec"),
+    Case("Layout/seq-not-dividing", PMM.predict_memory, (LLAMA, PMM.Layout(8, tp=8, seq=100)), {}, ValueError, "seq="),
+    Case("block_activation_bytes/recompute", PMM.block_activation_bytes, (LLAMA, 2048, 1), {"recompute": "some"}, ValueError, "recompute"),
+    Case("loss_bytes/tp-zero", PMM.loss_bytes, (2048, 32000), {"tp": 0}, ValueError, r"\btp\b"),
+    Case("padded_vocab/tp-zero", PMM.padded_vocab, (LLAMA, 0), {}, ValueError, r"\btp\b"),
+    Case("measure_memory/not-a-layout", PTM.measure_memory, (LLAMA, {"gpus": 8}), {}, TypeError, "layout"),
+    Case("measure_memory/moe", PTM.measure_memory, (PL.MODELS["Mixtral 8x7B"], PMM.Layout(8)), {}, ValueError, "dense"),
+    Case("Decoder/recompute", PDEC.Decoder, (LLAMA,), {"recompute": "some"}, ValueError, "recompute"),
+    Case("Decoder/moe", PDEC.Decoder, (PL.MODELS["Mixtral 8x7B"],), {}, ValueError, "dense"),
+    Case("RMSNorm/dim-zero", PDEC.RMSNorm, (0,), {}, ValueError, r"\bdim\b"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the
 # package itself), so there is no bad value of that kind to feed them.
 NOT_APPLICABLE = {
+    "FitReport": "a record that planner.fit.fit builds after checking its arguments",
+    "companion.planner.fit.main": "takes the parsed arguments of `python -m companion fit`, "
+                                  "which fit() checks (cases fit/...)",
+    "apply_tensor_parallel": "called by measure_memory after Layout.check has refused a "
+                             "bad layout",
     "Entry": "a record that read_entry builds from a notebook it has checked",
     "LaunchError": "an exception class",
     "LaunchTimeout": "an exception class",

@@ -141,6 +141,10 @@ def activation_memory_per_layer(seq_len, batch, hidden, heads, tp=1,
     if hidden % heads:
         raise ValueError(f"hidden={hidden} is not divisible by heads={heads}; pick a head "
                          "count that divides the hidden size.")
+    if heads % tp or hidden % tp:
+        raise ValueError(f"tp={tp} does not divide heads={heads} and hidden={hidden}: tensor "
+                         "parallelism splits whole heads and equal column blocks; pick a "
+                         "TP degree that divides both.")
     if sequence_parallel and tp == 1:
         sequence_parallel = False  # SP shards over the TP group: with t = 1 it is a no-op
     s, b, h, a, t = seq_len, batch, hidden, heads, tp
