@@ -12,14 +12,17 @@ PREHEAT ?= all
 SITE_DIR ?= build/site
 ONLY   ?=
 STUDENT_DIR ?= dist/student
+SUBMISSIONS ?=
+OUT ?= grades.csv
+GRADE_TIMEOUT ?= 600
 PYTEST_ARGS ?=
 # The real-browser tests re-run every notebook twice more (JupyterLab, then Voila; the
 # README's "For developers" has the times). CI runs them (it sets CI=true, and .ci/run passes BROWSER=1);
 # a student's `make test` stays at unit tests plus notebooks unless asked (BROWSER=1).
 BROWSER ?= $(if $(filter true 1 yes,$(CI)),1,0)
 
-.PHONY: lab present slides site test test-fast notebooks browser bench student gpu-check clean-venv help \
-        translations translations-check
+.PHONY: lab present slides site test test-fast notebooks browser bench student grade gpu-check \
+        clean-venv help translations translations-check
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab on notebook 00"
@@ -44,6 +47,9 @@ help:
 	@echo "                ZeRO formula; < 5 min on one GPU); without CUDA every test skips"
 	@echo "make student    write the notebooks without their solutions to $(STUDENT_DIR)/"
 	@echo "                (STUDENT_DIR=... to choose; nbgrader's solution marks)"
+	@echo "make grade SUBMISSIONS=DIR  run each student's notebooks (DIR/<student>/*.ipynb) in fresh"
+	@echo "                kernels, check every exercise on real ranks; write $(OUT) and"
+	@echo "                $(basename $(OUT))-feedback/<student>.md (OUT=..., GRADE_TIMEOUT=s per notebook)"
 
 $(STAMP): requirements.txt pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10+ needed, found " + sys.version.split()[0]'
@@ -135,6 +141,11 @@ gpu-check:
 # The student release: nbgrader-marked solutions replaced by `raise NotImplementedError()`.
 student: $(STAMP)
 	$(BIN)/python -m companion.tools.release notebooks $(STUDENT_DIR)
+
+# The grader (README "Grading"): a CSV row per (student, exercise) and a feedback file each.
+grade: $(STAMP)
+	@if [ -z "$(SUBMISSIONS)" ]; then echo "make grade needs SUBMISSIONS=DIR: a folder with one folder per student"; exit 2; fi
+	$(BIN)/python -m companion grade "$(SUBMISSIONS)" --out "$(OUT)" --timeout $(GRADE_TIMEOUT)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -3,11 +3,13 @@
     python -m companion list
     python -m companion run whoami --world-size 4
     python -m companion run all_reduce --world-size 2 --set key=value
+    python -m companion grade submissions/ --out grades.csv    (instructors: README "Grading")
+    python -m companion fit "Llama-3 70B" --gpus 64 --tp 8 --seq 8192 --gpu H100
     torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d \\
              --rdzv-endpoint HOST:PORT -m companion run whoami
 
 Under torchrun every process runs the experiment once; rank 0 gathers the results and
-prints the summary. Taught in notebook 00.
+prints the summary. Taught in notebook 00; ``fit`` in notebook 09.
 """
 from __future__ import annotations
 
@@ -97,6 +99,41 @@ def _report(exp, results, out):
         print(f"per-rank results written to {out}")
 
 
+def _add_grade(sub) -> None:
+    grade = sub.add_parser(
+        "grade", help="grade students' notebooks: a CSV and a feedback file per student",
+        description="Run every student's submitted notebooks in fresh kernels and check "
+                    "each exercise on real ranks (README: Grading).")
+    grade.add_argument("submissions", help="a folder with one folder per student, holding "
+                                           "the notebooks they filled in")
+    grade.add_argument("--out", default="grades.csv",
+                       help="the CSV to write (default grades.csv); the feedback files go "
+                            "to <stem>-feedback/")
+    grade.add_argument("--timeout", default=600.0, help="seconds one notebook may run",
+                       type=_option(lambda v: positive_number(
+                           "timeout", _number(v), "pass seconds such as 600.")))
+    grade.add_argument("--course", default=None,
+                       help="the course's notebooks (default: the repository's notebooks/)")
+
+
+def _grade(parser, args) -> int:
+    # Imported here: `python -m companion run` under torchrun needs none of the grader.
+    from .learning.grade import grade
+    try:
+        grade(args.submissions, args.out, timeout=args.timeout, course=args.course)
+    except ValueError as exc:   # a missing folder, no notebooks, an unknown notebook
+        parser.error(str(exc))
+    return 0
+
+
+def _fit(parser, args) -> int:
+    from .planner import fit
+    try:
+        return fit.main(args)
+    except ValueError as exc:   # an unknown model or GPU, degrees that do not fit the GPUs
+        parser.error(str(exc))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,7 +151,18 @@ def main(argv=None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword argument for the experiment (Python literal)")
     run.add_argument("--out", help="write the per-rank results here (pickle)")
+    _add_grade(sub)
+    from .planner import fit
+    fit.add_arguments(sub.add_parser(
+        "fit", help="will a layout fit? the planner's memory per GPU beside torch's "
+                    "measurement on fake ranks (notebook 09)"))
     args = parser.parse_args(argv)
+
+    if args.command == "fit":
+        return _fit(parser, args)
+
+    if args.command == "grade":
+        return _grade(parser, args)
 
     if args.command == "list":
         for name in experiments.names():

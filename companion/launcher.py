@@ -21,6 +21,10 @@ Design, and the failure each choice avoids:
   :class:`LaunchError` / :class:`LaunchTimeout` within a fraction of a second of being
   noticed, and every other rank is stopped; a ``finally`` block reaps all children
   and removes the temporary directory whatever happened (Ctrl-C included).
+* **a rank function may bring its own result codec** (``fn.result_codec``): the
+  exercise checker's ranks run untrusted code, so their results travel as plain data
+  that the parent reads without running any code of the rank's
+  (:mod:`companion.learning.attempt`).
 """
 from __future__ import annotations
 
@@ -180,8 +184,9 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       LOCAL_WORLD_SIZE=str(world_size), OMP_NUM_THREADS=str(threads))
     try:
-        fn, args, kwargs, sources = cloudpickle.loads(payload)
+        fn, args, kwargs, sources, plugin = cloudpickle.loads(payload)
         linecache.cache.update(sources)
+        runtime.register_plugin(backend, plugin)
         runtime.setup_process_group(rank, world_size, backend, init_method, pg_timeout)
         # gloo connects its pairs lazily during start-up; a rank whose function needs no
         # collective could otherwise finish and close its sockets while a slow peer is
@@ -191,6 +196,9 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
         result = tree_map(_detach_to_cpu, fn(*args, **kwargs))
         dist.barrier()
         try:
+            codec = getattr(fn, "result_codec", None)
+            if codec is not None:
+                result = codec.encode(result)
             message = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001
             raise TypeError(_("rank {rank} returned a value that cannot be pickled "
@@ -230,22 +238,27 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     are stopped and nothing (process, file, socket) is left behind.
 
     ``world_size``, ``backend`` and ``timeout`` are the launcher's own keywords, so
-    ``fn`` cannot receive keyword arguments with those names.
+    ``fn`` cannot receive keyword arguments with those names. ``backend`` may also name
+    a backend registered with ``torch.distributed.Backend.register_backend`` (ranks on
+    the CPU; the exercise checker's recording group, notebook 00).
     """
     global last_launch, _last_announced
     # Every check before the first fork: a typo must not cost N tracebacks from N ranks.
     callable_arg("fn", fn, "pass the function each rank runs, e.g. launch(my_fn, world_size=2).")
     accepts("fn", fn, args, kwargs)
-    validate_launch(world_size, timeout, backend)
+    plugin = runtime.plugin_backend(backend)
+    validate_launch(world_size, timeout, "gloo" if plugin else backend)
     run_preflight(fn, args, kwargs, world_size)  # the rank function's own checks (@preflight)
-    chosen, reason = choose_backend(backend, world_size)
+    chosen, reason = ((backend, "registered with torch.distributed; ranks compute on CPU")
+                      if plugin else choose_backend(backend, world_size))
     threads = 1 if chosen == "nccl" else max(1, cpu_cores() // world_size)
     info = LaunchInfo(world_size, chosen, reason, threads)
-    if (chosen, reason) != _last_announced:
+    if not plugin and (chosen, reason) != _last_announced:   # the checker's own: no news
         print(f"[launch] {chosen} backend: {reason}")
         _last_announced = (chosen, reason)
 
-    payload = _dumps((fn, args, kwargs, _interactive_sources()))
+    codec = getattr(fn, "result_codec", None)
+    payload = _dumps((fn, args, kwargs, _interactive_sources(), runtime.plugin_of(backend)))
     ctx = _get_context()
     start = time.perf_counter()
     # The pid in the name lets a test tell its own launches from a concurrent notebook's.
@@ -265,9 +278,11 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
             for conn in (result_w, out_w, err_w):
                 conn.close()  # the child has its own copy; ours would hide EOF
             procs.append(proc)
-            result_conns.append(result_r)
+            result_conns.append(codec.reader(result_r) if codec else result_r)
             forwarders += [Forwarder(rank, out_r, "stdout"), Forwarder(rank, err_r, "stderr")]
         results = collect(procs, result_conns, forwarders, start + timeout, timeout)
+        if codec is not None:
+            results = [codec.decode(rank, data) for rank, data in enumerate(results)]
         # Finished ranks are tearing down; give them a moment, then show their last words.
         grace = time.monotonic() + _GRACE_S
         for proc in procs:
@@ -282,5 +297,3 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
         for conn in result_conns + [f.conn for f in forwarders]:
             conn.close()
         shutil.rmtree(workdir, ignore_errors=True)
-
-

@@ -61,6 +61,7 @@ from companion.compression import arithmetic as ZA
 from companion.learning import feedback as lfeedback, patterns as lpatterns
 from companion.learning import watch as lwatch
 from companion.tools import release as lrelease
+from companion.learning import grade as lgrade
 from companion.widgets.prediction import prediction as wprediction
 from companion import batch_size as BS
 from companion.batch_size import recompute as RC
@@ -117,6 +118,15 @@ def enter_emulate(cluster):
 
 def launch(fn, *args, **kwargs):
     return companion.launch(fn, *args, **kwargs)
+
+
+def grade_an_unknown_notebook():
+    """``make grade`` on a student folder holding a notebook the course does not have."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as root:
+        (Path(root) / "ana").mkdir()
+        (Path(root) / "ana" / "homework1.ipynb").write_text("{}")
+        lgrade.grade(root, Path(root) / "grades.csv")
 
 
 def enter_recomputation(model, policy):
@@ -187,10 +197,21 @@ CASES = [
     Case("resolve/no-dot", lwatch.resolve, ("all_reduce",), {}, ValueError, "dotted"),
     Case("resolve/unknown", lwatch.resolve, ("torch.distributed.all_reduse",), {}, ValueError, "dotted"),
     Case("watching/not-dict", lwatch.Watcher, (["torch.distributed.all_reduce"],), {}, ValueError, "forbidden"),
+    Case("link_class/ranks_per_node", lpatterns.link_class, (lwatch.Call("all_reduce", "forward", 4, None, 2, (0, 1)), 0, 0), {}, ValueError, "ranks_per_node"),
     Case("clear_solution/unclosed", lrelease.clear_solution, ("### BEGIN SOLUTION\nx = 1",), {}, ValueError, "END SOLUTION"),
     Case("release/no-notebooks", lrelease.release, ("/nonexistent-folder", "/tmp/out"), {}, ValueError, "source_dir"),
     Case("release.main/no-notebooks", lrelease.main, (["/nonexistent-folder", "/tmp/out"],), {}, ValueError, "source_dir"),
     Case("student_notebook/grade_id", lrelease.student_notebook, ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": {"solution": True, "grade_id": "a b"}}, "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},), {}, ValueError, "grade_id"),
+    # --- the grader (make grade): every case before a kernel or process starts --------
+    Case("grade/missing-folder", lgrade.grade, ("/nonexistent-folder",), {}, ValueError, "submissions="),
+    Case("grade/no-notebooks", lgrade.grade, (Path(__file__).parent / "exercise_cases",), {}, ValueError, "submissions=.*no student folder"),
+    Case("grade/loose-notebooks", lgrade.grade, (NOTEBOOKS_DIR,), {}, ValueError, "submissions=.*directly"),
+    Case("grade/unknown-notebook", grade_an_unknown_notebook, (), {}, ValueError, r"homework1\.ipynb is no course notebook"),
+    Case("grade/timeout", lgrade.grade, (NOTEBOOKS_DIR,), {"timeout": 0}, ValueError, "timeout"),
+    Case("grade/out-not-csv", lgrade.grade, (NOTEBOOKS_DIR,), {"out": "grades.txt"}, ValueError, "out="),
+    Case("grade/course", lgrade.grade, (NOTEBOOKS_DIR,), {"course": "/nonexistent-folder"}, ValueError, "course="),
+    Case("grade/progress", lgrade.grade, (NOTEBOOKS_DIR,), {"progress": "loud"}, ValueError, "progress="),
+    Case("cli/grade-missing-folder", cli, (["grade", "/nonexistent-folder"],), {}, SystemExit, "submissions="),
     # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap) -----------------
     Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
     Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),
@@ -809,8 +830,6 @@ CASES = [
 # package itself), so there is no bad value of that kind to feed them.
 NOT_APPLICABLE = {
     "FitReport": "a record that planner.fit.fit builds after checking its arguments",
-    "companion.planner.fit.main": "takes the parsed arguments of `python -m companion fit`, "
-                                  "which fit() checks (cases fit/...)",
     "apply_tensor_parallel": "called by measure_memory after Layout.check has refused a "
                              "bad layout",
     "Entry": "a record that read_entry builds from a notebook it has checked",
@@ -881,8 +900,17 @@ _reason("a record the learning loop builds (a verdict, a call, a prediction), no
 _reason("takes what the package found or built (a notebook cell, a frame, a tensor, calls)",
         "is_solution_cell", "location", "student_frame", "show_tensor", "summary",
         "crash", "defined_at", "forbidden", "short_name")
+_reason("the grader's record of one (student, exercise), built by grade() from a verdict",
+        "GradeRow")
 _reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
         "run_mlp")
+_reason("the exercise checker's own machinery: it takes the Exercise, the records, the "
+        "functions or the launch error the checker itself holds (Exercise cases)",
+        "RecordingGroup", "calls_from", "Opaque", "expected_rank", "attempt_rank",
+        "well_formed", "answer_rules", "tampered", "launch_failure")
+_reason("takes any object and answers about it: there is no bad value (what is not a "
+        "function has no code, what is not plain data comes back as an Opaque)",
+        "plain", "codes_of", "function_of", "delegates", "reach")
 
 
 class RankStarted(BaseException):

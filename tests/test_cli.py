@@ -77,3 +77,42 @@ def test_every_module_of_the_package_imports():
 def test_every_registered_experiment_has_a_description():
     for name in experiments.names():
         assert experiments.get(name).description, f"experiment {name} needs a docstring"
+
+
+# ---- python -m companion grade / make grade (the grader itself: tests/test_grade.py) ----
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_grade_refuses_a_missing_folder_before_anything_runs(tmp_path):
+    out = run(PY, "-m", "companion", "grade", str(tmp_path / "nowhere"),
+              "--out", str(tmp_path / "grades.csv"))
+    assert out.returncode == 2, out.stderr
+    assert "submissions=" in out.stderr and "one folder per student" in out.stderr
+    assert not (tmp_path / "grades.csv").exists()
+
+
+def test_grade_refuses_a_bad_time_limit():
+    out = run(PY, "-m", "companion", "grade", "submissions", "--timeout", "0")
+    assert out.returncode == 2 and "timeout" in out.stderr
+
+
+def test_make_grade_runs_the_grader_on_submissions():
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    planned = run(make, "-C", ROOT, "-n", "grade", "SUBMISSIONS=subs", "OUT=hw1.csv")
+    assert '-m companion grade "subs" --out "hw1.csv" --timeout 600' in planned.stdout
+    assert "needs SUBMISSIONS=DIR" in run(make, "-C", ROOT, "-n", "grade").stdout
+    assert "make grade SUBMISSIONS=DIR" in run(make, "-C", ROOT, "help").stdout
+
+
+def test_fit_prints_the_prediction_and_the_verdict():
+    out = run(PY, "-m", "companion", "fit", "Llama-3 405B", "--gpus", "8", "--no-measure")
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("fits on H100 (80 GB): no - predicted "), last
+
+
+def test_fit_refuses_a_tp_degree_that_splits_a_head_before_measuring():
+    out = run(PY, "-m", "companion", "fit", "Llama-3 8B", "--gpus", "12", "--tp", "3")
+    assert out.returncode == 2 and "tp=3 does not divide" in out.stderr

@@ -133,3 +133,25 @@ def test_cheatsheet_and_glossary_point_at_sections_that_exist():
                 if str(k) not in sections[nb]:
                     wrong.append(f"{name}: {nb} §{k}")
     assert not wrong, f"references to sections that do not exist: {sorted(set(wrong))}"
+
+
+@pytest.mark.parametrize("readme,marker,language", [("README.md", "**exercises:** ", "en"),
+                                                    ("README.zh-CN.md", "**练习：** ", "zh-CN")])
+def test_readme_rows_list_each_notebooks_exercises(readme, marker, language):
+    """Every notebook has a row, and its exercises are the registered ones, by level."""
+    import json
+    from companion.learning import all_exercises
+    from companion.learning.exercise import LEVELS
+    exercises = all_exercises()
+    zh = json.loads((ROOT / "companion/i18n/data/exercises.json").read_text())["zh-CN"]
+    rows = {}
+    for line in (ROOT / readme).read_text().splitlines():
+        m = re.match(r"\| (\d\d) \| `", line)
+        if m and marker in line:
+            rows[m[1]] = line.split(marker, 1)[1].rstrip(" |")
+    for notebook in NOTEBOOKS:
+        nb = notebook.name[:2]
+        ladder = sorted((e for e in exercises.values() if e.id.startswith(nb + ".")),
+                        key=lambda e: (LEVELS.index(e.level), e.id))
+        want = " · ".join(e.title if language == "en" else zh[e.id]["title"] for e in ladder)
+        assert rows.get(nb) == want, f"{readme} row {nb}: list the exercises as {want!r}"

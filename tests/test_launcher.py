@@ -305,3 +305,34 @@ def test_building_a_model_leaves_every_random_stream_and_cuda_alone():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     with seeded(5):
         assert torch.equal(torch.rand(2), drawn)
+
+
+class _Doubling:
+    """A result codec: what a rank returns travels as bytes, read back by ``decode``."""
+
+    def encode(self, result):
+        return repr(result * 2).encode()
+
+    def reader(self, conn):
+        return conn
+
+    def decode(self, rank, data):
+        return (rank, data.decode())
+
+
+def test_a_rank_function_may_bring_its_own_result_codec():
+    def rank_times_ten():
+        return companion.rank() * 10
+    rank_times_ten.result_codec = _Doubling()
+    assert launch(rank_times_ten, world_size=2) == [(0, "0"), (1, "20")]
+
+
+def test_a_backend_registered_with_torch_runs_the_ranks():
+    from companion import launcher
+    from companion.learning.recording import BACKEND
+
+    def which():
+        return dist.get_backend(), type(dist.group.WORLD).__name__
+    assert launch(which, world_size=2, backend=BACKEND) == [(BACKEND, "RecordingGroup")] * 2
+    info = launcher.last_launch
+    assert info.backend == BACKEND and "registered with torch.distributed" in info.reason

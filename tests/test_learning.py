@@ -1,7 +1,9 @@
-"""The learning loop's machinery: the watcher, the feedback, predictions.
+"""The learning loop's machinery: the watcher, the recording process group, plain results,
+the feedback, predictions.
 
-The exercises themselves are attempted four ways in tests/test_exercises.py; here each
-piece is tested on its own, on real ranks where it watches communication.
+The exercises themselves are attempted four ways in tests/test_exercises.py, and every
+known way around the checker in tests/test_checker_bypass.py; here each piece is tested
+on its own, on real ranks where it watches communication.
 """
 from __future__ import annotations
 
@@ -241,3 +243,118 @@ def test_card_names_and_short_names():
 def test_dict_key_order_is_not_a_difference():
     assert feedback.difference({"b": 1, "a": [{"y": 2, "x": 1}]},
                                {"a": [{"x": 1, "y": 2}], "b": 1}) is None
+
+
+# ---- the recording process group --------------------------------------------------------
+def _recorded():
+    import dataclasses
+    import threading
+
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed import isend as aliased_isend
+    from torch.distributed.device_mesh import init_device_mesh
+
+    n, r = dist.get_world_size(), dist.get_rank()
+    pairs = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+    row = init_device_mesh("cpu", (2, 2)).get_group(1)
+    x, y = torch.ones(5), torch.empty(5)
+    with watching() as w:
+        for q in [aliased_isend(x, (r + 1) % n), dist.irecv(y, (r - 1) % n)]:
+            q.wait()
+        ops = [dist.P2POp(dist.isend, x, (r + 1) % n), dist.P2POp(dist.irecv, y, (r - 1) % n)]
+        for q in dist.batch_isend_irecv(ops):
+            q.wait()
+        dist.all_reduce(x, group=pairs[r % 2])
+        funcol.wait_tensor(funcol.all_reduce(torch.ones(2), "sum", dist.group.WORLD))
+        thread = threading.Thread(target=dist.all_reduce, args=(torch.ones(3),))
+        thread.start()
+        thread.join()
+        dist.all_gather_object([None] * n, {"rank": r})
+        dist.broadcast(torch.ones(1), group=row, group_src=0)
+    return [dataclasses.astuple(c) for c in w.calls]
+
+
+def test_the_recording_group_records_every_message_with_its_members():
+    from companion.learning.recording import BACKEND
+    results = companion.launch(_recorded, world_size=4, backend=BACKEND)
+    for r, calls in enumerate(results):
+        names = [c[0] for c in calls]
+        # an alias, batch_isend_irecv's parts, a subgroup, a functional collective the hook
+        # never sees, a thread's collective, an object collective counted once, a mesh row
+        assert names == ["isend", "irecv", "isend", "irecv", "all_reduce", "all_reduce",
+                         "all_reduce", "all_gather_object", "broadcast"], names
+        assert [c[3] for c in calls[:4]] == [(r + 1) % 4, (r - 1) % 4] * 2   # global peers
+        assert calls[4][5] == ((0, 2) if r % 2 == 0 else (1, 3)) and calls[4][4] == 2
+        assert calls[5][2] == 8 and calls[6][2] == 12 and calls[5][5] == (0, 1, 2, 3)
+        assert calls[8][5] == ((0, 1) if r < 2 else (2, 3))
+
+
+def test_link_class_reads_the_members_not_the_size():
+    from companion.learning.patterns import link_class
+
+    def c(ranks, peer=None):
+        return Call("all_reduce", "forward", 4, peer, len(ranks), tuple(ranks))
+    assert link_class(c((0, 1)), 0, 2) == "intra"
+    assert link_class(c((0, 2, 4)), 0, 2) == "inter"
+    assert link_class(c((0, 3)), 0, 2) == "inter"        # a node's size, across two nodes
+    assert link_class(c((0, 1, 2)), 0, 2) == "mixed"     # the node count's size, mixed
+    assert link_class(c((0, 1, 2, 3), peer=1), 0, 2) == "intra"
+    assert link_class(c((0, 1, 2, 3), peer=2), 0, 2) == "inter"
+    assert link_class(Call("all_reduce", "forward", 4, None, 2), 0, 2) == "unknown"
+
+
+# ---- plain results ----------------------------------------------------------------------
+def test_results_come_back_as_plain_data_and_nothing_else():
+    import multiprocessing
+    import os
+    import pickle
+
+    from companion.learning.attempt import Opaque, PlainCodec, plain
+
+    class Custom:
+        def __repr__(self):
+            return "Custom()"
+    value = {"t": torch.nn.Parameter(torch.ones(2)), "n": (1, 2.5, True, None, "s"),
+             "size": torch.Size([2, 3]), "odd": Custom(), 3: [torch.float16]}
+    got = plain(value)
+    assert type(got["t"]) is torch.Tensor and got["n"] == (1, 2.5, True, None, "s")
+    assert got["size"] == (2, 3) and got["odd"] == Opaque("Custom", "Custom()")
+    codec = PlainCodec()
+    assert codec.decode(0, codec.encode(value))["odd"] == Opaque("Custom", "Custom()")
+    receive, send = multiprocessing.Pipe(duplex=False)
+    reader = codec.reader(receive)
+    send.send_bytes(pickle.dumps(("ok", codec.encode([1]))))
+    assert pickle.loads(reader.recv_bytes())[0] == "ok"
+    send.send_bytes(pickle.dumps(("ok", os.getcwd)))    # an object: refused, not built
+    status, summary, _text = pickle.loads(reader.recv_bytes())
+    assert status == "error" and "UnpicklingError" in summary
+    send.send_bytes(pickle.dumps(("ok", "not bytes")))
+    assert pickle.loads(reader.recv_bytes())[0] == "error"
+    receive.close(), send.close()
+
+
+def test_every_exercise_forbids_its_reference_expected_and_inputs():
+    ex = exercise("01.ring")
+    assert "companion.learning.nb01.ring_inputs" in ex.rules
+    assert "dist.all_reduce" in ex._repr_markdown_()
+    ex = exercise("00.average")
+    assert "companion.learning.nb00.average_reference" in ex.rules
+    assert "average_reference" in ex._repr_markdown_()
+
+
+def test_every_exercise_declares_its_kind_and_each_notebook_has_a_judgement():
+    """``kind=`` is written on every Exercise (the default is no excuse), and every
+    numbered notebook has at least one exercise that is a decision or a diagnosis."""
+    import ast
+    from pathlib import Path
+    from companion.learning import all_exercises
+    here = Path(__file__).resolve().parents[1] / "companion" / "learning"
+    for path in sorted(here.rglob("nb*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Exercise":
+                assert "kind" in {k.arg for k in node.keywords}, f"{path.name}: declare kind="
+    by_notebook: dict[str, set] = {}
+    for ex in all_exercises().values():
+        by_notebook.setdefault(ex.id[:2], set()).add(ex.kind)
+    for nb, kinds in by_notebook.items():
+        assert kinds & {"diagnose", "decide", "predict"}, f"notebook {nb}: only {kinds}"

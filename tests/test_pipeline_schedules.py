@@ -111,8 +111,7 @@ def test_bad_input_raises_value_error_naming_the_fix(call, match):
 
 
 # --- notebook 04's exercises: the simulation half of the checker (no ranks needed) ---------
-EXERCISES = {"gpipe": ("04.gpipe", gpipe), "1f1b": ("04.one-f-one-b", one_f_one_b),
-             "zb-h1": ("04.zb-h1", zb_h1)}
+EXERCISES = {"1f1b": ("04.one-f-one-b", one_f_one_b), "zb-h1": ("04.zb-h1", zb_h1)}
 
 
 def _ops_of(builder):
@@ -145,10 +144,13 @@ def test_exercise_precheck_explains_a_wrong_schedule():
     problem = exercise("04.one-f-one-b").precheck(warmup_one_too_many)
     assert "stage 0 holds 5" in problem and "at most 4" in problem
     assert "warmup_one_too_many" in problem and "line" in problem  # names the student's code
-    gp = exercise("04.gpipe")
-    assert "one list per stage" in gp.precheck(lambda p, m: [Op("F", 0)] * 3)
-    assert "returned NoneType" in gp.precheck(lambda p, m: None)
-    assert "backward before its last forward" in gp.precheck(_ops_of(one_f_one_b))
+    fix = exercise("04.one-f-one-b")
+    assert "one list per stage" in fix.precheck(lambda p, m: [Op("F", 0)] * 3)
+    assert "returned NoneType" in fix.precheck(lambda p, m: None)
+    assert "deadlocks" in fix.precheck(lambda p, m: [list(o) for o in reversed(one_f_one_b(p, m).ops)])
+    plan = exercise("04.micro-batches")
+    assert "over the budget" in plan.precheck(lambda p, b, target, budget: ("gpipe", 8))
+    assert plan.precheck(plan.reference) is None
     # every W at the end of 1F1B: valid, but every stage holds all m micro-batches
     late_w = lambda p, m: [list(o) + [Op("W", mb) for mb in range(m)] for o in one_f_one_b(p, m).ops]
     assert "holds 8 micro-batches" in exercise("04.zb-h1").precheck(late_w)
@@ -180,7 +182,7 @@ def test_neighbour_pattern():
 def test_a_broken_schedule_is_refused_before_ranks_start():
     from companion.learning import exercise
 
-    verdict = exercise("04.gpipe").check(lambda p, m: [Op("F", 0)])  # refused before ranks
+    verdict = exercise("04.one-f-one-b").check(lambda p, m: [Op("F", 0)])  # refused before ranks
     assert verdict.kind == "precheck" and not verdict
     with pytest.raises(ValueError, match="exercise_id"):
         exercise("04.2f2b")

@@ -33,3 +33,18 @@ def test_loopback_interface_exists():
     import socket
 
     assert runtime.loopback_interface() in [name for _, name in socket.if_nameindex()]
+
+
+def test_a_backend_registered_with_torch_is_accepted(tmp_path):
+    from companion.learning.recording import BACKEND, RecordingGroup
+
+    assert runtime.plugin_backend(BACKEND)
+    assert not runtime.plugin_backend("gloo") and not runtime.plugin_backend(None)
+    with pytest.raises(ValueError, match="backend"):
+        runtime.setup_process_group(rank=0, world_size=1, backend="not-registered",
+                                    init_method=f"file://{tmp_path}/store0")
+    init = f"file://{tmp_path}/store"
+    with runtime.process_group(rank=0, world_size=1, backend=BACKEND, init_method=init):
+        assert isinstance(dist.group.WORLD, RecordingGroup) and runtime.backend() == BACKEND
+        assert str(companion.device()) == "cpu"
+    assert not dist.is_initialized()

@@ -4,6 +4,7 @@
 (OpenCC s2twp); edit only this file. Placeholders ({rank}, ...) must stay as they are:
 tests/test_translations.py checks them, and that every ``_("...")`` has an entry here.
 Terms follow docs/glossary.md's zh-CN column (rank stays "rank", as in the notebooks).
+This module is a table of data: one entry per message, however many the package has.
 """
 
 ZH_CN = {
@@ -232,4 +233,130 @@ ZH_CN = {
     "year": "年份",
     "growth since the first point (log)": "相对第一个点的增长（对数）",
     "Training compute outgrows one GPU": "训练算力需求超过单个 GPU 的增长",
+    # ---- the checker's integrity and the answers every exercise forbids ----------------------
+    "the checker was switched off: {what}. An attempt that switches the checker off does not count; remove that code and check again.":
+        "检查器被关闭了：{what}。关闭检查器的尝试不算数；请删除那段代码后重新检查。",
+    "your code called `{name}`, which would replace the checker's profile hook":
+        "你的代码调用了 `{name}`，它会替换检查器的 profile 钩子",
+    "the checker's profile hook was replaced while your code ran":
+        "你的代码运行期间，检查器的 profile 钩子被替换了",
+    "a thread your code started was still running when your function returned, where nothing watches it; join every thread before returning":
+        "你的函数返回时，它启动的一个线程仍在运行，而此后没有任何东西监视它；请在返回之前 join 每一个线程",
+    "your code ran operations on the process group's gloo backend directly, past the group that records every message":
+        "你的代码绕过记录每条消息的进程组，直接在进程组的 gloo 后端上执行了操作",
+    "your code made a process group of another backend ({name}), which sends its messages directly, past the group that records every message":
+        "你的代码创建了使用其他后端（{name}）的进程组，它绕过记录每条消息的进程组直接发送消息",
+    "your code called `{name}`, which reaches into the checker's own frames and objects":
+        "你的代码调用了 `{name}`，它会深入检查器自己的栈帧和对象",
+    "it is the package's solution to this exercise":
+        "它是本包对这道练习的参考答案",
+    "it computes this exercise's expected answer":
+        "它计算这道练习的预期答案",
+    "it makes every rank's input: a rank may learn the others' only from messages":
+        "它生成每个 rank 的输入：一个 rank 只能通过消息得知其他 rank 的输入",
+    "the checker computes this exercise's answer with it":
+        "检查器用它计算这道练习的答案",
+    "rank {rank} sent a result the checker cannot read ({reason}).":
+        "rank {rank} 发回的结果检查器无法读取（{reason}）。",
+    "a rank sent a result the checker cannot read.":
+        "有一个 rank 发回的结果检查器无法读取。",
+    # ---- the grader (python -m companion grade) ----------------------------------------------
+    "wrote {csv} ({rows} rows) and the feedback of {students} students to {folder}/":
+        "已写入 {csv}（{rows} 行），并把 {students} 名学生的反馈写入 {folder}/",
+    "{student} / {notebook}: {points} of {max_points} points ({seconds} s)":
+        "{student} / {notebook}：{points} / {max_points} 分（{seconds} 秒）",
+    "{student}: no course notebook in the folder; nothing graded":
+        "{student}：文件夹中没有课程笔记本，未评分",
+    "the grading process stopped (exit code {code}) before checking it; its last output: {tail}":
+        "评分进程在检查它之前就停止了（退出码 {code}）；它最后的输出：{tail}",
+    "not implemented: after your notebook ran from top to bottom there was no {name} (define it in the exercise's cell, under that name).":
+        "尚未实现：你的笔记本从头到尾运行完之后，其中没有 {name}（请在练习的单元格中用这个名字定义它）。",
+    "the grader stopped checking this notebook after {seconds} s.":
+        "评分程序在 {seconds} 秒后停止了对这个笔记本的检查。",
+    "the grader could not take {name} out of your notebook's kernel: {problem}.":
+        "评分程序无法从你的笔记本内核中取出 {name}：{problem}。",
+    "the grader could not check it: {error}":
+        "评分程序无法检查它：{error}",
+    "Each notebook ran from top to bottom in a fresh kernel; then every function you wrote was checked on real ranks. What your notebook's own check cells printed does not count.":
+        "每个笔记本都在一个全新的内核中从头到尾运行；之后你写的每个函数都在真实的 rank 上检查。你的笔记本中检查单元格自己打印的内容不计入成绩。",
+    "# Feedback for {student}":
+        "# {student} 的反馈",
+    "{points} of {max_points} points.":
+        "共得 {points} 分，满分 {max_points} 分。",
+    "## {notebook}: {points} of {max_points} points":
+        "## {notebook}：{points} / {max_points} 分",
+    "Note: {note}; the notebook ran on, as the grader runs every cell.":
+        "注意：{note}；笔记本仍然继续运行，因为评分程序会运行每一个单元格。",
+    "### {id} ({level}): {title}":
+        "### {id}（{level}）：{title}",
+    "Passed: {points} of {max_points} points.":
+        "通过：得 {points} 分，满分 {max_points} 分。",
+    "Not passed: {points} of {max_points} points.":
+        "未通过：得 {points} 分，满分 {max_points} 分。",
+    "the notebook did not finish within the grader's time limit of {seconds} s: it was still running {cell} (`{line}`); every exercise in it gets 0.":
+        "笔记本没有在评分程序的时间限制 {seconds} 秒内运行完：它仍在运行 {cell}（`{line}`）；其中每个练习都得 0 分。",
+    "the notebook's kernel died in {cell} (`{line}`): a crash, os._exit or a kill; every exercise in it gets 0.":
+        "笔记本的内核在 {cell}（`{line}`）中终止了：崩溃、os._exit 或被杀死；其中每个练习都得 0 分。",
+    "the notebook could not be run ({error}); every exercise in it gets 0.":
+        "笔记本无法运行（{error}）；其中每个练习都得 0 分。",
+    "{cell} (`{line}`) raised {error}":
+        "{cell}（`{line}`）抛出了 {error}",
+    "the grader could not take the functions out of the kernel ({error}); every exercise gets 0.":
+        "评分程序无法从内核中取出这些函数（{error}）；每个练习都得 0 分。",
+    "the notebook cannot be read ({error}); every exercise in it gets 0.":
+        "无法读取笔记本（{error}）；其中每个练习都得 0 分。",
+    # ---- will it fit (python -m companion fit, notebook 09) ----------------------------------
+    "{model} on {gpus} GPUs: TP {tp}, PP {pp}, CP {cp}, DP {dp}, ZeRO-{zero}; sequence {seq}, micro-batch {mb}, recompute {rc}, {precision}":
+        "{model}，{gpus} 块 GPU：TP {tp}、PP {pp}、CP {cp}、DP {dp}、ZeRO-{zero}；序列长度 {seq}，微批次 {mb}，重计算 {rc}，{precision}",
+    "component":
+        "组成部分",
+    "predicted GB":
+        "预测 GB",
+    "measured GB":
+        "实测 GB",
+    "peak per GPU":
+        "每块 GPU 的峰值",
+    "yes":
+        "能",
+    "no":
+        "不能",
+    "predicted {p} GB, measured {m} GB per GPU":
+        "每块 GPU 预测 {p} GB，实测 {m} GB",
+    "predicted {p} GB per GPU (not measured)":
+        "每块 GPU 预测 {p} GB（未实测）",
+    "fits on {gpu} ({capacity} GB): {verdict} - {tail}":
+        "能否放进 {gpu}（{capacity} GB）：{verdict} —— {tail}",
+    "parameters (fp32, sharded)":
+        "参数（fp32，分片）",
+    "gradients (fp32, sharded)":
+        "梯度（fp32，分片）",
+    "AdamW states (fp32)":
+        "AdamW 状态（fp32）",
+    "gathered weights (bf16)":
+        "聚合后的权重（bf16）",
+    "activations":
+        "激活",
+    "loss and gradient buffers":
+        "损失与梯度缓冲区",
+    # ---- the reasons notebooks 00-03's exercises give for a forbidden call -------------
+    "the package's exchange posts the messages for you: that is the fix to find":
+        "本软件包的 exchange 会替你发起这些消息：而这正是你要找出的修复方法",
+    "the package's fold: write your own":
+        "这是本软件包的折叠：请自己写一个",
+    "the package's cost model: work the costs out yourself":
+        "这是本软件包的代价模型：请自己算出各个代价",
+    "the package's cost model: read the coefficients off the table":
+        "这是本软件包的代价模型：请从表格中读出各个系数",
+    "it is the checker's answer":
+        "它是检查器的答案",
+    "it is the package's answer to the bytes per rank":
+        "它是本软件包对每个 rank 字节数的答案",
+    "the package's communication count: section 3 says what each stage sends":
+        "这是本软件包的通信量统计：第 3 节说明了每个阶段发送多少",
+    "it is the checker's formula":
+        "它是检查器的公式",
+    "it is the checker's decision":
+        "它是检查器的决定",
+    "an all-reduce rebuilds weights at twice an all-gather's traffic, and leaves every rank the full gradient: reduce-scatter it":
+        "全规约重建权重的通信量是全收集的两倍，而且会让每个 rank 都持有完整的梯度：请对它做规约-散射",
 }

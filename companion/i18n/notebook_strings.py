@@ -83,6 +83,9 @@ NOTEBOOK_ZH_CN = {
     "After warm-up, how many times fewer bytes than the dense fp32 gradient does a rank "
     "send per step at 99.9% sparsity?":
         "预热之后，在 99.9% 稀疏度下，一个 rank 每步发送的字节数比稠密 fp32 梯度少多少倍？",
+    "Llama-3 8B, FSDP on 8 H100s, 8,192 tokens per GPU, selective recomputation: peak GB per "
+    "GPU?":
+        "Llama-3 8B，8 块 H100 上用 FSDP，每块 GPU 8,192 个 token，选择性重计算：每块 GPU 的峰值是多少 GB？",
     "Plain DDP, Llama-3 70B with Adam in mixed precision: how many GB of model states per "
     "GPU?":
         "普通 DDP，Llama-3 70B，混合精度 Adam：每个 GPU 的模型状态有多少 GB？",

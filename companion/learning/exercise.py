@@ -7,38 +7,59 @@ registered by ``companion/learning/nbNN.py`` and fetched with :func:`exercise`::
     ring.hint()                    # the next hint, one at a time
     ring.check(my_ring_all_reduce) # runs it on real ranks and explains the verdict
 
-One :meth:`Exercise.check` is one :func:`companion.launch`. On every rank the package
-first computes the expected result (the reference solution, or a measurement), then
-runs the student's code under :func:`~companion.learning.watch.watching`, which records
-each ``torch.distributed`` call and each forbidden call. The parent then judges, in
-this order: did it run (a crash is reported at the student's own line), did it call a
-forbidden function, did it change its inputs, are the values right (each rank, each
-entry by name), and is the communication the pattern the lecture teaches.
+A check is two launches on the recording process group (:mod:`.recording`). Ranks that
+run only the package make the expected results (the reference, or ``expected``), once per
+exercise and world size, kept in this process. The student's function runs in ranks of
+its own (:mod:`.attempt`): rank 0 runs the ``precheck``, then every rank the function,
+watched (:mod:`.watch`). This process judges, in this order: did it run (a crash names
+the student's own line), did it switch the checker off, call a forbidden function or
+change its inputs, are the values right (each rank, each entry by name), and is the
+communication the pattern the lecture teaches.
+
+What the checker guarantees, and what it cannot:
+
+* The expected answer never exists in a process that runs student code, and this
+  process never runs student code: it compares plain data (tensors, numbers, strings,
+  containers) that it reads with ``torch.load(weights_only=True)`` after an unpickler
+  that builds no object has read the rank's message. The grader passes the student's
+  function as bytes that only a rank unpickles, so its marks never come from the
+  student's kernel. (In a notebook, sending the function to the ranks pickles it in the
+  kernel, which is the student's own.)
+* Every collective and point-to-point message through ``torch.distributed`` is
+  recorded by the process group, with its bytes, peer and member ranks, whichever
+  thread, alias or helper issued it; every exercise forbids its own reference,
+  ``expected`` and ``inputs``, and the checker's helpers they call.
+* Switching the watcher off (``sys.setprofile``, ``threading.setprofile``), leaving a
+  thread running, running operations on the group's gloo backend directly, making a
+  group of another backend, or reaching for the call stack or the heap
+  (``sys._getframe``, ``gc``) is its own verdict: the checker was switched off.
+* It cannot stop code that deliberately subverts its own process (ctypes, the garbage
+  collector, a frame reached through a traceback, a file descriptor, a side channel
+  such as the rendezvous store, a file or a socket): such code can forge any record
+  its own ranks make, here and in the grader alike. It can never make this process run
+  its code, and the grader's marks come from the grader's own run, never from the
+  student's kernel.
 
 ``check`` never raises for wrong student code; it prints a verdict and returns a
 :class:`Verdict`, which is truthy only when the attempt passed.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import pkgutil
 import re
 from typing import Any, Callable
 
-import torch
-import torch.distributed as dist
-from torch.utils._pytree import tree_flatten
-
 from ..launcher import LaunchError, LaunchTimeout, launch
-from . import feedback
-from .patterns import summary
 from ..validation import positive_int, positive_number
-from .feedback import defined_at
-from .verdict import FORBIDDEN_TAG, Verdict, crash, forbidden, not_implemented, short_name
-from .watch import watching
-from ..i18n import _, exercise_text
+from . import feedback
+from .attempt import attempt_rank, expected_rank, well_formed
+from .patterns import summary
+from .recording import BACKEND, Call
+from .rules import answer_rules, codes_of, resolve
+from .verdict import Verdict, forbidden, launch_failure, short_name, tampered
+from ..i18n import _, exercise_text, get_language
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS", "KINDS",
            "POINTS"]
@@ -50,6 +71,7 @@ LEVELS = ("warm-up", "core", "stretch")
 KINDS = ("implement", "diagnose", "decide", "predict")
 POINTS = {"warm-up": 1, "core": 2, "stretch": 3}
 _REGISTRY: dict[str, "Exercise"] = {}
+_EXPECTED: dict[tuple[str, int], list] = {}   # (exercise id, world size) -> per rank
 
 
 @dataclasses.dataclass
@@ -62,11 +84,12 @@ class Exercise:
         result. ``expected(*args)`` replaces it when the answer is a measurement.
     adapter(candidate, *args): how a solution is exercised (default ``candidate(*args)``);
         e.g. an autograd Function is applied and back-propagated.
-    forbidden: {"dotted.name": "why it is not allowed here"}.
+    forbidden: {"dotted.name": "why it is not allowed here"}; :attr:`rules` adds the
+        reference, ``expected``, ``inputs`` and the checker's helpers they call.
     pattern: (calls_per_rank, world_size) -> problem or None (:mod:`.patterns`).
     pure: the student's code must not change its inputs.
-    precheck(candidate) -> problem or None: run in the notebook before any rank starts
-        (e.g. simulate a schedule); forbidden calls are watched there too.
+    precheck(candidate) -> problem or None: run on rank 0 before the attempt (e.g.
+        simulate a schedule); forbidden calls are watched there too.
     """
 
     id: str
@@ -111,11 +134,20 @@ class Exercise:
         """Marks for a passing attempt, by level (shown on the card; used by the grader)."""
         return POINTS[self.level]
 
+    @property
+    def rules(self) -> dict[str, str]:
+        """Everything the student's code may not call: ``forbidden``, plus the functions
+        that compute this exercise's answer (:func:`.rules.answer_rules`)."""
+        taken = {c for name in self.forbidden for c in codes_of(resolve(name))}
+        return {**self.forbidden, **{name: reason for name, reason in answer_rules(self).items()
+                                     if not taken & set(codes_of(resolve(name)))}}
+
     # ---- what the student sees -------------------------------------------------------
     def _repr_markdown_(self) -> str:
         by_reason: dict[str, list[str]] = {}
-        for k, v in self.forbidden.items():   # one line per reason: long lists stay short
-            by_reason.setdefault(v, []).append(f"`{short_name(k)}`")
+        for k, v in self.rules.items():   # one line per reason: long lists stay short
+            if not k.rpartition(".")[2].startswith("_"):   # the checker's private helpers
+                by_reason.setdefault(_(v), []).append(f"`{short_name(k)}`")
         rules = "".join(_("\n- not allowed: {names} ({reason})").format(
             names=", ".join(names), reason=reason) for reason, names in by_reason.items())
         return (_("**Exercise {id} ({level}, {kind}, {points} points): {title}**").format(
@@ -163,26 +195,24 @@ class Exercise:
                 print(_("   (a hint: {short}.hint())").format(short=self.short))
         return verdict
 
+    def expected_results(self) -> list:
+        """The expected result of every rank, computed once in ranks that run only the
+        package, and kept in this process (never sent to a rank)."""
+        key = (self.id, self.world_size)
+        if key not in _EXPECTED:
+            _EXPECTED[key] = launch(expected_rank, self, world_size=self.world_size,
+                                    backend=BACKEND, timeout=self.timeout)
+        return _EXPECTED[key]
+
     def _judge(self, candidate) -> Verdict:
         if not callable(candidate):
             return Verdict("not_callable", _(
                 "pass the {what} you wrote (the name, without parentheses); got {got}."
             ).format(what=self.student_name, got=type(candidate).__name__))
-        if self.precheck is not None:
-            with watching(self.forbidden) as w, w.student():
-                try:
-                    problem = self.precheck(candidate)
-                except NotImplementedError:
-                    return not_implemented()
-                except Exception as exc:  # the student's code raised in the notebook
-                    return crash(exc, None)
-            if w.forbidden:
-                return forbidden(w.forbidden)
-            if problem:
-                return Verdict("precheck", problem)
         try:
-            results = launch(_attempt, self.id, candidate, world_size=self.world_size,
-                             timeout=self.timeout)
+            results = launch(attempt_rank, self, candidate, get_language(),
+                             feedback.cell_names(), world_size=self.world_size,
+                             backend=BACKEND, timeout=self.timeout)
         except LaunchTimeout:
             return Verdict("timeout", _(
                 "it did not finish within {seconds} s on {world_size} ranks. Some rank "
@@ -190,29 +220,37 @@ class Exercise:
                 "recv, and that all ranks call the same collectives in the same order."
             ).format(seconds=f"{self.timeout:g}", world_size=self.world_size))
         except LaunchError as err:
-            first = str(err).splitlines()[0]
-            if FORBIDDEN_TAG in first:
-                name, reason = first.split(FORBIDDEN_TAG, 1)[1].split("::", 1)
-                return forbidden([(name, reason)])
-            if "NotImplementedError" in first:
-                return not_implemented()
-            return crash(err, err.rank)
-        hits = [h for r in results for h in r["forbidden"]]
-        if hits:
-            return forbidden(hits)
+            return launch_failure(err)
+        if not well_formed(results, self.world_size):
+            return Verdict("crash", _("a rank sent a result the checker cannot read."))
+        for name, value in results[0]["state"].items():   # a subclass's precheck state
+            if name in vars(self):
+                setattr(self, name, value)
+        if results[0]["stage"] == "precheck":
+            first = results[0]
+            return (tampered(first["tampered"]) if first["tampered"] else
+                    forbidden(first["forbidden"]) if first["forbidden"] else
+                    Verdict("precheck", first["problem"]))
+        return self._judge_attempt(results)
+
+    def _judge_attempt(self, results) -> Verdict:
+        for key, verdict in (("tampered", tampered), ("forbidden", forbidden)):
+            hits = [h for r in results for h in r[key]]
+            if hits:
+                return verdict(hits)
         for rank, r in enumerate(results):
             if r["changed_input"]:
                 return Verdict("changed_input", _(
                     "rank {rank}: your code changed its input in place, so the caller's "
                     "tensor changed too. Work on a copy (x.clone()).").format(rank=rank))
-        where = defined_at(candidate)
-        for rank, r in enumerate(results):
-            problem = feedback.difference(r["got"], r["expected"], self.rtol, self.atol)
+        where = results[0]["where"]
+        for rank, (r, expected) in enumerate(zip(results, self.expected_results())):
+            problem = feedback.difference(r["got"], expected, self.rtol, self.atol)
             if problem:
                 return Verdict("wrong_value", _("rank {rank}: the result {problem}.{where}"
                                                 ).format(rank=rank, problem=problem,
                                                          where=where))
-        calls = [r["calls"] for r in results]
+        calls = [[Call(*c) for c in r["calls"]] for r in results]
         if self.pattern is not None:
             problem = self.pattern(calls, self.world_size)
             if problem:
@@ -225,49 +263,6 @@ class Exercise:
         return Verdict("passed", _("{id} passed on {ranks}: values equal the reference; "
                                    "rank 0's communication: {summary}.").format(
             id=self.id, ranks=ranks, summary=summary(calls[0])))
-
-
-def _tensors(tree):
-    return [x for x in tree_flatten(tree)[0] if isinstance(x, torch.Tensor)]
-
-
-def _attempt(exercise_id: str, candidate):
-    """Runs on every rank: the expected result first, then the student's, watched."""
-    ex = exercise(exercise_id)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    args = ex.inputs(rank, world)
-    run = ex.adapter or (lambda fn, *a: fn(*a))
-    if ex.expected is not None:
-        expected = ex.expected(*copy.deepcopy(args))
-    else:
-        expected = run(ex.reference, *copy.deepcopy(args))
-    dist.barrier()  # no student message can meet a reference message
-    before = [t.detach().clone() for t in _tensors(args)]
-    with watching(ex.forbidden) as w, w.student():
-        try:
-            got = run(candidate, *args)
-        except Exception as exc:
-            if w.forbidden:   # the shortcut is the verdict, not where it then crashed
-                name, reason = w.forbidden[0]
-                raise RuntimeError(f"{FORBIDDEN_TAG}{name}::{reason}") from exc
-            raise
-    changed = ex.pure and any(not _same(a, b) for a, b in zip(_tensors(args), before))
-    return {"got": _detach(got), "expected": _detach(expected), "calls": w.calls,
-            "forbidden": w.forbidden, "changed_input": changed}
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Unchanged, with NaN equal to NaN (an input may hold one on purpose)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point() or a.is_complex():
-        return torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)
-    return torch.equal(a, b)
-
-
-def _detach(tree):
-    from torch.utils._pytree import tree_map
-    return tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, tree)
 
 
 # ---- the registry ---------------------------------------------------------------------

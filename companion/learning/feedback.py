@@ -9,6 +9,10 @@ notebook 00.
 * :func:`difference` compares a result with the reference, leaf by leaf, naming each
   leaf by its path (``['grads']['fc1.weight']``, ``[2]``). Small tensors are shown
   whole; large ones as the positions that differ.
+* :func:`defined_at` says where the student's function was defined. It runs in the
+  ranks, never in the notebook or the grader (which run no student code): a candidate
+  may be an object that turns into the student's function only there, so when it is
+  not a function it names the first code of the student's the watcher saw run.
 """
 from __future__ import annotations
 
@@ -37,7 +41,9 @@ _LIBRARY = tuple({os.path.realpath(p) for p in (
     sysconfig.get_paths()["platlib"], sys.prefix, sys.base_prefix) if p})
 
 
-def _is_students(filename: str) -> bool:
+def is_students(filename: str) -> bool:
+    """Whether code from ``filename`` is the student's: not this package, torch or the
+    standard library."""
     if filename.startswith("<") and not filename.startswith("<student"):
         return False   # <frozen ...>, <string>
     path = os.path.realpath(filename)
@@ -46,8 +52,15 @@ def _is_students(filename: str) -> bool:
     return not path.startswith(_LIBRARY)
 
 
-def location(filename: str, line: int) -> str:
-    """``Cell In[7], line 5`` for a notebook cell, ``file.py, line 5`` otherwise."""
+_is_students = is_students
+# Where cells are, in a rank: the notebook's names for its cells, sent by the checker,
+# since a rank has no IPython to ask; and the first student code the watcher saw run.
+_cells: dict[str, str] = {}
+_seen: list = []
+
+
+def _cell_name(filename: str) -> str | None:
+    """``"Cell In[7]"`` when this process is a kernel that compiled ``filename``."""
     try:
         from IPython import get_ipython
         shell = get_ipython()
@@ -59,8 +72,35 @@ def location(filename: str, line: int) -> str:
         except Exception:  # an IPython without the helper: fall back to the file name
             kind = None
         if kind:
-            return f"{kind} {name}, line {line}"
-    return f"{os.path.basename(filename)}, line {line}"
+            return f"{kind} {name}"
+    return _cells.get(filename)
+
+
+def cell_names() -> dict:
+    """``{file: "Cell In[7]"}`` for the notebook cells this kernel compiled (IPython
+    keeps them in ``linecache`` without an mtime), for :func:`use_cell_names` in a rank."""
+    import linecache
+    names = {}
+    for filename, entry in list(linecache.cache.items()):
+        if len(entry) == 4 and entry[1] is None and _cell_name(filename):
+            names[filename] = _cell_name(filename)
+    return names
+
+
+def use_cell_names(names: dict) -> None:
+    _cells.update(names)
+
+
+def saw_student_code(filename: str, line: int, name: str) -> None:
+    """The watcher's note of the first function of the student's that ran here."""
+    if not _seen:
+        _seen.append((filename, line, name))
+
+
+def location(filename: str, line: int) -> str:
+    """``Cell In[7], line 5`` for a notebook cell, ``file.py, line 5`` otherwise."""
+    cell = _cell_name(filename)
+    return f"{cell or os.path.basename(filename)}, line {line}"
 
 
 def student_frame(traceback_text: str) -> tuple[str, int, str] | None:
@@ -160,12 +200,14 @@ def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | Non
 
 
 def defined_at(candidate) -> str:
-    """' (your f, defined at Cell In[7], line 1)' for a student's function, else ''."""
+    """' (your f, defined at Cell In[7], line 1)' for a student's function, else ''.
+    Call it in a rank (see the module doc)."""
     try:
-        code = inspect.unwrap(candidate).__code__
-    except AttributeError:
-        return ""
-    if not _is_students(code.co_filename):
+        fn = inspect.unwrap(candidate)
+        found = (fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
+    except AttributeError:   # a class, or a candidate that loads the function lazily
+        found = _seen[0] if _seen else None
+    if found is None or not is_students(found[0]):
         return ""
     return _(" (your {name}, defined at {where})").format(
-        name=candidate.__name__, where=location(code.co_filename, code.co_firstlineno))
+        name=found[2], where=location(found[0], found[1]))

@@ -4,8 +4,10 @@ Exercise ids are "00.<name>"; :func:`companion.learning.exercise` fetches them.
 
 * ``00.broadcast`` (warm-up): every rank ends with rank 0's tensor (one broadcast).
 * ``00.average`` (core, the course's worked example): the mean over ranks (one all-reduce).
-* ``00.healthy-average`` (stretch): the mean over the ranks whose tensor is finite, a
-  rank with an infinity still taking part in every collective (or the others would hang).
+* ``00.healthy-average`` (stretch, a diagnosis): a given average that skips a rank whose
+  tensor overflowed hangs, because that rank's collectives no longer line up with the
+  others'; the fix takes the mean over the finite ranks with every rank making the same
+  calls, in the same order, with tensors of the same size.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def average_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 AVERAGE = register(Exercise(
-    id="00.average", level="core", title="average a tensor across ranks",
+    id="00.average", level="core", kind="implement", title="average a tensor across ranks",
     student_name="my_average",
     task="Rank r holds x = (r+1)·[0, 1, 2, 3]. Write `my_average(x)` so that **every** "
          "rank returns the element-wise mean over all ranks, with one collective.",
@@ -36,8 +38,9 @@ AVERAGE = register(Exercise(
            "is what one all-reduce does.",
            "`dist.all_reduce(t)` sums t in place over the ranks; a mean is that sum "
            "divided by how many ranks contributed.",
-           "The number of ranks is `dist.get_world_size()`; divide after the all-reduce, "
-           "on every rank."),
+           "Every rank can work out the divisor on its own, without a message: section 2's "
+           "`greet` printed it. And the checker looks at what every rank returns, not only "
+           "rank 0."),
     inputs=_values, reference=average_reference,
     forbidden={"companion.basics.average_across_ranks_reference":
                "it is the package's solution to this exercise",
@@ -61,17 +64,19 @@ def broadcast_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 BROADCAST = register(Exercise(
-    id="00.broadcast", level="warm-up", title="start every rank from rank 0's tensor",
+    id="00.broadcast", level="warm-up", kind="implement",
+    title="start every rank from rank 0's tensor",
     student_name="my_broadcast",
     task="Rank r holds x = (r+1)·[3, 1, 4]. Write `my_broadcast(x)` so that **every** rank "
          "returns rank 0's x, with one collective, without changing the x it was given "
          "(DDP, PyTorch's DistributedDataParallel, starts this way: rank 0's initial weights "
          "are copied to every replica).",
-    hints=("One rank has the data and every rank needs it: that is a broadcast, the "
-           "collective whose source is a single rank.",
+    hints=("One rank has the data and every rank needs it: which collective of section 3's "
+           "table has a single source?",
            "Collectives work in place: the tensor you hand over is overwritten on the "
-           "receiving ranks. Hand over a copy.",
-           "`dist.broadcast(t, src=0)` copies rank 0's t into t on every rank."),
+           "receiving ranks.",
+           "The checker compares the caller's x before and after your function runs. "
+           "Which tensor may the collective overwrite, then?"),
     inputs=_own_values, reference=broadcast_reference, pure=True,
     forbidden={"companion.learning.nb00.broadcast_reference":
                "it is the package's solution to this exercise",
@@ -110,21 +115,42 @@ def _at_most_two(rank, world_size, calls):
     return None
 
 
+def _same_calls_everywhere(calls_per_rank, world_size):
+    """Every rank issues the same collectives, in the same order, on tensors of the same
+    size: collectives are matched by position, so any difference hangs or mixes data."""
+    first = [(c.name, c.bytes) for c in calls_per_rank[0]]
+    for rank, calls in enumerate(calls_per_rank[1:], start=1):
+        mine = [(c.name, c.bytes) for c in calls]
+        if mine != first:
+            return (f"rank {rank} called {mine} and rank 0 called {first} (name, bytes); "
+                    "every rank must make the same collective calls in the same order, "
+                    "with tensors of the same size")
+    return None
+
+
 HEALTHY_AVERAGE = register(Exercise(
-    id="00.healthy-average", level="stretch", title="average, skipping a rank that overflowed",
+    id="00.healthy-average", level="stretch", kind="diagnose",
+    title="fix the average that hangs when one rank overflowed",
     student_name="my_healthy_average",
     task=f"Rank r holds x = (r+1)·[0, 1, 2, 3], except that rank {SICK_RANK}'s x overflowed "
-         "to an infinity. "
-         "Write `my_healthy_average(x)` so that every rank returns the mean over the ranks "
-         "whose x is all finite (a rank with a NaN or an infinity contributes nothing and is "
-         "not counted), without changing x. Every rank, healthy or not, must make the same "
-         "collective calls: a rank that skips one leaves the others waiting (section 4).",
-    hints=("A mean over a subset of ranks is (sum of their values) / (how many there are). "
-           "Both can be summed over all ranks if an unhealthy rank contributes zero to each.",
-           "Careful: inf x 0 and NaN x 0 are NaN, so multiplying x by a 0/1 flag does not "
-           "remove them. Replace the tensor instead (e.g. torch.zeros_like, or torch.where).",
-           "`torch.isfinite(x).all()` says whether this rank is healthy. Append the 0/1 "
-           "count to the values (torch.cat) and one all-reduce sums both."),
+         "to an infinity. `broken_healthy_average(x)` in the notebook means to return, on "
+         "every rank, the mean over the ranks whose x is all finite, the overflowed rank "
+         "sitting the step out; on 4 ranks it never finishes. Find out why, then write "
+         "`my_healthy_average(x)`: every rank, the overflowed one too, returns the mean "
+         "over the ranks whose x is all finite (a rank with a NaN or an infinity "
+         "contributes nothing and is not counted), and x is left unchanged. The checker "
+         "allows only all-reduces, two at most, and checks that every rank makes the same "
+         "calls, in the same order, with tensors of the same size.",
+    hints=("Run the broken version and read what happens. Then write down, rank by rank, "
+           "the collectives each one calls, in order, and the size of the tensor each "
+           "time. Do the lists agree?",
+           "Collectives are matched by their position in each rank's sequence, not by the "
+           "variable they sum: rank 1's first all-reduce meets the others' first one. A "
+           "rank with nothing to contribute must still take part, handing over something "
+           "that leaves the sums unchanged.",
+           "inf x 0 and NaN x 0 are NaN: multiplying x by a 0/1 flag does not remove an "
+           "overflow, so the unhealthy rank's contribution must be built without its x. "
+           "And the overflowed rank needs the mean too."),
     inputs=_sick_values, reference=healthy_average_reference, pure=True,
     forbidden={"companion.learning.nb00.healthy_average_reference":
                "it is the package's solution to this exercise",
@@ -133,6 +159,7 @@ HEALTHY_AVERAGE = register(Exercise(
                "torch.distributed.all_gather_object":
                "gathering every rank's tensor moves N times the data; the sum can skip a rank"},
     pattern=all_of(only("all_reduce", why="a sum over ranks is an all-reduce"),
-                   per_rank(_at_most_two)),
+                   per_rank(_at_most_two), _same_calls_everywhere),
+    timeout=10.0,
     context="import torch\nimport torch.distributed as dist\nimport companion",
 ))

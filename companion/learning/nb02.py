@@ -1,10 +1,11 @@
 """Notebook 02's exercises (``notebooks/02_parameter_server_vs_allreduce.ipynb``).
 
-A ladder: the parameter server as an all-reduce (warm-up, L19 p.50-53), a binary-tree
-all-reduce from send/recv (core, L19 p.57), and choosing between recursive doubling and
-Rabenseifner's algorithm by message size with the alpha-beta model, as MPICH does
-(stretch, L19 p.58-66; Thakur, Rabenseifner & Gropp 2005). Each is checked on real
-ranks, messages included. Exercise ids are "02.<name>".
+A ladder: the parameter server as an all-reduce (warm-up, L19 p.50-53); a decision,
+choosing the fastest all-reduce for 6 ranks with the alpha-beta model, where the rule
+MPICH uses for powers of two picks the wrong algorithm (core, L19 p.58-66; Thakur,
+Rabenseifner & Gropp 2005); and a binary-tree all-reduce from send/recv for any N
+(stretch, L19 p.57). Each is checked on real ranks, messages included. Exercise ids are
+"02.<name>".
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def _server_messages(rank, world_size, calls):
 
 
 PARAMETER_SERVER = register(Exercise(
-    id="02.parameter-server", level="warm-up", title="the parameter server as an all-reduce",
+    id="02.parameter-server", level="warm-up", kind="implement",
+    title="the parameter server as an all-reduce",
     student_name="my_parameter_server_all_reduce",
     task="Write `my_parameter_server_all_reduce(x)`: rank 0 is the server. Every other rank "
          "pushes its `x` to rank 0; rank 0 adds them to its own `x`, in rank order 1, 2, "
@@ -51,10 +53,9 @@ PARAMETER_SERVER = register(Exercise(
            "worker), then it hands out (a pull). A worker talks to rank 0 only.",
            "On rank 0, start from a copy of its own `x` and add each worker's tensor as it "
            "arrives; receive into a fresh buffer, not into `x`.",
-           "A worker: one send of `x` to rank 0, then one receive from rank 0 into a new "
-           "tensor the shape of `x`; that tensor is what it returns.",
-           "`dist.recv(buf, src=w)` for w in 1..N-1, then `dist.send(total, dst=w)` for each "
-           "w; on a worker `dist.send(x, dst=0)` and `dist.recv(total, src=0)`."),
+           "Blocking sends and receives are safe here if every rank follows the order of "
+           "section 1's steps: nobody waits in a circle. The checker compares bits, so the "
+           "server adds in rank order, as the task says."),
     inputs=_values, reference=C.parameter_server_all_reduce, pure=True,
     forbidden={
         **_TORCH_REDUCTIONS,
@@ -145,7 +146,8 @@ def _tree_pattern(calls_per_rank, world_size):
 
 
 TREE = register(Exercise(
-    id="02.tree", level="core", title="a binary-tree all-reduce from send and recv",
+    id="02.tree", level="stretch", kind="implement",
+    title="a binary-tree all-reduce from send and recv",
     student_name="my_tree_all_reduce",
     task="Write `my_tree_all_reduce(x)`: every rank returns the sum of `x` over all ranks, "
          "computed by a binary (binomial) tree: partial sums flow up to rank 0 in "
@@ -157,15 +159,11 @@ TREE = register(Exercise(
     hints=("Think of a knockout tournament: every round, half of the ranks that still hold "
            "a partial sum hand it to a partner and drop out. Then run the tournament "
            "backwards to hand the total out.",
-           "Reduce, with distance d = 1, 2, 4, ... while d < N: a rank with r % (2d) == d "
-           "sends its partial sum to r - d and is done; a rank with r % (2d) == 0 receives "
-           "from r + d, if that rank exists, and adds.",
-           "Broadcast: the same pairs in reverse order (the largest d first), so that a "
-           "rank only sends the total once it has it: r % (2d) == 0 sends to r + d (if it "
-           "exists), r % (2d) == d receives from r - d.",
-           "Keep a list of the distances, `ds = []; d = 1; while d < n: ds.append(d); "
-           "d *= 2`, then loop over `ds` and `reversed(ds)`; receive into "
-           "`torch.empty_like(x)`."),
+           "In round k the partners are 2^k apart. Each rank must be able to tell, from its "
+           "rank and the round alone, whether it sends, receives or sits the round out; on "
+           "5 ranks some partners do not exist.",
+           "On the way back a rank may pass the total on only once it has it: which order "
+           "of the rounds guarantees that? Receive into a fresh buffer the shape of `x`."),
     inputs=tree_inputs, reference=C.tree_all_reduce, pure=True, world_size=5,
     forbidden={
         **_TORCH_REDUCTIONS,
@@ -185,82 +183,118 @@ TREE = register(Exercise(
 ))
 
 
-# ---- 02.pick-by-size (stretch) -------------------------------------------------------
+# ---- 02.pick-by-size (core, a decision) ----------------------------------------------
+PICK_WORLD = 6             # not a power of two: the recursive algorithms fold two ranks
 ALPHA, BETA = 2e-6, 1e10   # an illustrative network: 2 µs per message, 10 GB/s
-SMALL, LARGE = 1024, 262144   # floats: 4.1 kB and 1.05 MB, on either side of n* = 80 kB
+# Floats, each a multiple of 6 (the ring's chunks are equal): 4.1 kB, 49 kB, 61 kB and
+# 1.04 MB, two on each side of where the ring overtakes recursive doubling on 6 ranks.
+PICK_SIZES = (1026, 12288, 15360, 261120)
+PICK_CHOICES = tuple(a for a in C.ALL_REDUCE_ALGORITHMS if a != "reduce_scatter+all_gather")
+PICK_KEYS = ("algorithm", "seconds", "result")   # the first wrong one explains the rest
 
 
 def pick_inputs(rank: int, world_size: int) -> tuple:
-    small = torch.arange(SMALL, dtype=torch.float32) % 7 + rank
-    large = torch.arange(LARGE, dtype=torch.float32) % 7 + rank
-    return small, large, ALPHA, BETA
+    return (*(torch.arange(n, dtype=torch.float32) % 7 + rank for n in PICK_SIZES), ALPHA, BETA)
 
 
-def pick_adapter(candidate, small, large, alpha, beta):
-    """The student's function, once on each side of the crossover."""
-    return [candidate(small, alpha, beta), candidate(large, alpha, beta)]
+def _label(x) -> str:
+    return f"{x.numel() * x.element_size()} bytes"
 
 
-def pick_reference(x, alpha, beta):
+def _fastest(nbytes: int, world_size: int, alpha: float, beta: float) -> str:
+    times = {a: costmodel.predict_time(a, nbytes, world_size, alpha, beta) for a in PICK_CHOICES}
+    return min(times, key=times.get)
+
+
+def pick_expected(*args) -> dict:
+    """The package's cost model decides; the sums are known from the inputs alone."""
+    *xs, alpha, beta = args
     n = dist.get_world_size()
-    crossover = costmodel.rd_rhd_crossover_bytes(n, alpha, beta)
-    nbytes = x.numel() * x.element_size()
-    if crossover is None or nbytes <= crossover:
-        return {"algorithm": "recursive_doubling", "result": C.recursive_doubling_all_reduce(x)}
-    return {"algorithm": "recursive_halving_doubling",
-            "result": C.recursive_halving_doubling_all_reduce(x)}
+    out = {}
+    for i, x in enumerate(xs):
+        nbytes = x.numel() * x.element_size()
+        best = _fastest(nbytes, n, alpha, beta)
+        total = sum(pick_inputs(r, n)[i] for r in range(n))
+        out[_label(x)] = {"algorithm": best,
+                          "seconds": costmodel.predict_time(best, nbytes, n, alpha, beta),
+                          "result": total}
+    return out
+
+
+def pick_adapter(candidate, *args) -> dict:
+    """The student's function on each tensor in turn, its answers in a fixed key order."""
+    *xs, alpha, beta = args
+    out = {}
+    for x in xs:
+        got = candidate(x, alpha, beta)
+        if isinstance(got, dict) and set(got) == set(PICK_KEYS):
+            # "reduce_scatter+all_gather" is the ring's two halves, run one by one
+            got = {k: "ring" if got[k] == "reduce_scatter+all_gather" else got[k]
+                   for k in PICK_KEYS}
+        out[_label(x)] = got
+    return out
 
 
 def _pick_messages(rank, world_size, calls):
-    steps = world_size.bit_length() - 1
-    small, large = SMALL * 4, LARGE * 4
+    """The messages of the algorithms the model rates fastest (names already checked):
+    recursive doubling with the package's fold (of the first 2(N-p) ranks, the even one
+    of each pair sits out), or the ring."""
+    p = 1 << (world_size.bit_length() - 1)
+    rest, steps = world_size - p, p.bit_length() - 1
+    rd = steps if rank >= 2 * rest else 1 if rank % 2 == 0 else steps + 1
+    count = total = 0
+    for numel in PICK_SIZES:
+        if _fastest(numel * 4, world_size, ALPHA, BETA) == "recursive_doubling":
+            count, total = count + rd, total + rd * numel * 4
+        else:
+            count += 2 * (world_size - 1)
+            total += 2 * (world_size - 1) * numel * 4 // world_size
     sends = _sends(calls)
-    first = [c.bytes for c in sends if c.bytes <= small]
-    second = [c.bytes for c in sends if c.bytes > small]
-    if first != [small] * steps:
-        return (f"for the small tensor it sent {first} bytes; recursive doubling sends the "
-                f"whole tensor ({small} bytes) in each of log2 N = {steps} rounds")
-    if len(second) != 2 * steps or sum(second) != 2 * (world_size - 1) * large // world_size:
-        return (f"for the large tensor it sent {len(second)} messages, {sum(second)} bytes; "
-                f"Rabenseifner's algorithm sends {2 * steps} messages of halves and "
-                f"quarters, {2 * (world_size - 1) * large // world_size} bytes in all")
+    got = sum(c.bytes for c in sends)
+    if (len(sends), got) != (count, total):
+        return (f"sent {len(sends)} messages, {got} bytes, over the four tensors; the "
+                f"algorithms you named send {count} messages, {total} bytes, from this "
+                "rank: run the algorithm you name")
     return None
 
 
 PICK = register(Exercise(
-    id="02.pick-by-size", level="stretch",
-    title="choose the all-reduce by message size, as MPICH does",
+    id="02.pick-by-size", level="core", kind="decide",
+    title="choose the fastest all-reduce for 6 ranks, and run it",
     student_name="my_pick_all_reduce",
-    task="Write `my_pick_all_reduce(x, alpha, beta)`: with the alpha-beta model of section 3 "
-         "decide which of recursive doubling and Rabenseifner's recursive halving/doubling "
-         "is faster for `x` on this many ranks, run that one (the package's "
-         "`C.recursive_doubling_all_reduce` or `C.recursive_halving_doubling_all_reduce`) "
-         "and return `{\"algorithm\": name, \"result\": the sum}` with name "
-         "\"recursive_doubling\" or \"recursive_halving_doubling\" (on a tie, recursive "
-         "doubling). Write the two formulas yourself: the package's cost model is not "
-         "allowed. The checker calls it on 4 ranks with alpha = 2 µs, beta = 10 GB/s, once "
-         "with a 4.1 kB tensor and once with a 1.05 MB one, and checks the names, the sums and "
-         "that the messages sent are those of the algorithm you named.",
-    hints=("Each algorithm costs T(n) = a·alpha + b·n/beta: a counts the rounds, b the "
-           "tensors that leave a rank. Read a and b off section 3's table for both.",
-           "Recursive doubling: log2 N rounds, a whole tensor each (a = b = log2 N). "
-           "Rabenseifner: 2 log2 N rounds, 2(N-1)/N of the tensor in all.",
-           "n is in bytes: `x.numel() * x.element_size()`; N is `dist.get_world_size()`. "
-           "Every rank computes the same choice, so all ranks run the same algorithm.",
-           "Compare `math.log2(N) * (alpha + n / beta)` with `2 * math.log2(N) * alpha + "
-           "2 * (N - 1) / N * n / beta` and pick the smaller (recursive doubling on a tie)."),
-    inputs=pick_inputs, reference=pick_reference, adapter=pick_adapter,
+    task="Write `my_pick_all_reduce(x, alpha, beta)`: decide with the alpha-beta model of "
+         "section 3 which of the six all-reduces of its table (\"parameter_server\", "
+         "\"naive\", \"tree\", \"ring\", \"recursive_doubling\", "
+         "\"recursive_halving_doubling\") is fastest for `x` on **these** ranks, run that "
+         "one (the package's `C.ALL_REDUCE_ALGORITHMS[name]`), and return "
+         "`{\"algorithm\": name, \"seconds\": its predicted time, \"result\": the sum}`. "
+         "The checker runs it on **6 ranks**, not a power of two, with alpha = 2 µs and "
+         "beta = 10 GB/s, on tensors of 4.1 kB, 49 kB, 61 kB and 1.04 MB. It refuses an "
+         "algorithm that the package's model does not rate fastest, a predicted time that "
+         "differs from the model's, and messages that are not those of the algorithm "
+         "named. Work the costs out yourself: the package's cost model is not allowed.",
+    hints=("Section 3's table gives (a, b) for N a power of two and says what folding adds "
+           "otherwise. On 6 ranks, which of the six algorithms fold, and what does that do "
+           "to their costs?",
+           "Compare all six, not only the two MPICH switches between: the rule derived in "
+           "notebook 01 for powers of two is not the answer here. Check your costs against "
+           "section 2's measured rounds and bytes at N = 6.",
+           "n is in bytes, and every rank must reach the same decision from what every rank "
+           "knows; ranks that run different algorithms wait for each other forever."),
+    inputs=pick_inputs, expected=pick_expected, adapter=pick_adapter,
     forbidden={
-        "companion.collectives.costmodel.predict_time": "the package's cost model: write the two "
-                                            "formulas yourself",
-        "companion.collectives.costmodel.coefficients": "the package's cost model: write the formulas",
+        "companion.collectives.costmodel.predict_time": "the package's cost model: work the "
+                                                        "costs out yourself",
+        "companion.collectives.costmodel.coefficients": "the package's cost model: read the "
+                                                        "coefficients off the table",
         "companion.collectives.costmodel.crossover_bytes": "the package's crossover: derive it",
-        "companion.collectives.costmodel.rd_rhd_crossover_bytes": "the package's crossover: derive it",
-        "companion.learning.nb02.pick_reference": "it is the package's solution to this "
-                                                  "exercise",
+        "companion.collectives.costmodel.rd_rhd_crossover_bytes":
+            "the package's crossover: derive it",
+        "companion.learning.nb02.pick_expected": "it is the checker's answer",
+        "companion.learning.nb02._fastest": "it is the checker's answer",
         "torch.distributed.all_reduce": "torch's all-reduce picks its own algorithm",
     },
-    pattern=all_of(only(*P2P, why="both algorithms are point-to-point messages"),
+    pattern=all_of(only(*P2P, why="the package's all-reduces are point-to-point messages"),
                    per_rank(_pick_messages)),
-    context=_CONTEXT,
+    world_size=PICK_WORLD, rtol=1e-9, context=_CONTEXT,
 ))

@@ -1,12 +1,15 @@
 """Notebook 03's exercises (``notebooks/03_zero_memory.ipynb``): ZeRO's memory and steps.
 
-* ``03.predict-memory`` (warm-up): the bytes one rank holds under ZeRO stages 0-3,
-  compared with the bytes measured on real ranks after a real step of each stage.
+* ``03.predict-memory`` (warm-up, a decision): the ZeRO stage to use under a memory
+  budget, with the bytes one rank then holds, judged against the bytes measured on real
+  ranks after a real step of each stage, and for large models against the package's
+  formula.
 * ``03.zero2-step`` (core): one ZeRO-2 optimizer step (reduce-scatter the gradients,
   update this rank's shard of the optimizer state, all-gather the weights), equal to
   single-process training.
-* ``03.fsdp-forward`` (stretch): a ZeRO-3 / FSDP forward pass that all-gathers each
-  layer's weights on demand and lets them go before the next layer.
+* ``03.fsdp-forward`` (stretch): FSDP's forward and backward by hand: all-gather each
+  layer's weights on demand and let them go before the next layer, gather them again in
+  backward, and reduce-scatter each weight gradient to its shard.
 
 Exercise ids are "03.<name>"; :func:`companion.learning.exercise` fetches them. The
 stretch exercise's model (sharded layers that count the full weights left alive) is
@@ -18,75 +21,123 @@ import torch
 import torch.distributed as dist
 
 from .exercise import Exercise, register
-from .nb03_fsdp import LAYER_SHAPES, Layers, layer_weights, shard_of
+from .nb03_fsdp import ALL_GATHER, REDUCE_SCATTER, _device, _ordered
 from .patterns import all_of, counts, only
+from ..units import fmt_bytes
 
-# torch 2.13's all_gather_into_tensor / reduce_scatter_tensor call the *_single entry
-# points; the watcher records whichever the student called (the outermost call).
-REDUCE_SCATTER = ("reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single")
-ALL_GATHER = ("all_gather", "all_gather_into_tensor", "all_gather_single")
 PARTS = ("params", "grads", "optimizer")
 MEASURED_MODEL = dict(d_model=64, freeze=False)   # section 5's model, every weight trained
 
 
-def _device():
-    from ..runtime import device
-    return device()
+# ---- 03.predict-memory (warm-up, a decision) ----------------------------------------
+# Large models judged with the package's formula: (parameters, ranks, budget per rank).
+FORMULA_CASES = ((7.5e9, 64, 80e9), (13e9, 8, 80e9), (7.5e9, 8, 40e9), (70e9, 8, 80e9))
+# Section 5's model on the real ranks: budgets between what the stages need (as
+# fractions of the gap), so that padding and step counters (< 1%) cannot decide.
+MEASURED_BUDGETS = ((0, -0.05), (0, 0.5), (1, 0.5), (2, 0.5), (3, 0.1))
 
 
-def _ordered(result, keys):
-    """A dict with ``keys`` in a fixed order (a student's key order must not matter)."""
-    if isinstance(result, dict) and set(result) == set(keys):
-        return {k: result[k] for k in keys}
-    return result
+def _formula_bytes(num_params, world_size) -> list[float]:
+    """What one rank holds at stages 0-3 (fp32 AdamW), from the package's formula."""
+    from ..data_parallel.memory import zero_memory_per_gpu
+    return [zero_memory_per_gpu(num_params, world_size, s, precision="fp32",
+                                optimizer="adamw")["total"] for s in range(4)]
 
 
-# ---- 03.predict-memory (warm-up) -------------------------------------------------------
+def _budget(need: list[float], stage: int, gap: float) -> float:
+    """Between what ``stage`` and ``stage + 1`` need (``gap`` of the way down), or, for
+    the last stage, ``gap`` below what it needs (nothing fits); a negative gap above
+    what stage 0 needs."""
+    if gap < 0:
+        return need[stage] * (1 - gap)
+    if stage == len(need) - 1:
+        return need[stage] * (1 - gap)
+    return need[stage] - gap * (need[stage] - need[stage + 1])
+
+
 def bytes_inputs(rank: int, world_size: int) -> tuple:
     from ..data_parallel.runs import build_model
     model = build_model(**MEASURED_MODEL)
-    return (sum(p.numel() for p in model.parameters()), world_size)
+    psi = sum(p.numel() for p in model.parameters())
+    need = _formula_bytes(psi, world_size)
+    mine = tuple((psi, world_size, _budget(need, s, gap)) for s, gap in MEASURED_BUDGETS)
+    return (mine + FORMULA_CASES,)
 
 
-def bytes_measured(num_params: int, world_size: int) -> dict:
-    """What this rank holds after one real AdamW step of DDP, ZeRO-1, ZeRO-2 and FSDP."""
+def _label(num_params, world_size, budget) -> str:
+    return f"{num_params:,.0f} parameters on {world_size} ranks of {fmt_bytes(budget)}"
+
+
+def _decide(need: list[float], budget: float) -> dict:
+    """Stages 0-2 send the same bytes per step and stage 3 half as much again, so: the
+    lowest stage that fits, or None (with what the leanest stage needs)."""
+    for stage, nbytes in enumerate(need):
+        if nbytes <= budget:
+            return {"stage": stage, "bytes": float(nbytes)}
+    return {"stage": None, "bytes": float(need[-1])}
+
+
+def bytes_measured(cases) -> dict:
+    """Section 5's model: what every rank held after one real AdamW step of DDP, ZeRO-1,
+    ZeRO-2 and FSDP (the largest over the ranks decides); the other cases: the formula."""
     from ..data_parallel.runs import STAGE_OF, train_many
     runs = train_many([dict(strategy=s, steps=1, **MEASURED_MODEL) for s in STAGE_OF])
-    return {f"stage {STAGE_OF[run['strategy']]}":
-            {part: float(run["held"][part]) for part in PARTS} for run in runs}
+    held = torch.tensor([float(sum(run["held"][part] for part in PARTS)) for run in runs],
+                        dtype=torch.float64)
+    dist.all_reduce(held, op=dist.ReduceOp.MAX)
+    measured = [0.0] * 4
+    for run, nbytes in zip(runs, held.tolist()):
+        measured[STAGE_OF[run["strategy"]]] = nbytes
+    out = {}
+    for num_params, world_size, budget in cases:
+        on_ranks = (num_params, world_size) == cases[0][:2]
+        need = measured if on_ranks else _formula_bytes(num_params, world_size)
+        out[_label(num_params, world_size, budget)] = _decide(need, budget)
+    return out
 
 
-def bytes_adapter(candidate, num_params: int, world_size: int) -> dict:
-    return {f"stage {stage}": _ordered(candidate(num_params, world_size, stage), PARTS)
-            for stage in range(4)}
+def bytes_adapter(candidate, cases) -> dict:
+    return {_label(*case): _ordered(candidate(*case), ("stage", "bytes")) for case in cases}
 
 
 PREDICT_BYTES = register(Exercise(
-    id="03.predict-memory", level="warm-up", title="predict the bytes one rank holds",
-    student_name="predict_bytes",
-    task="Write `predict_bytes(num_params, world_size, stage)`: the bytes of weights, "
-         "gradients and optimizer state that **one rank** holds when a model of "
-         "`num_params` parameters trains in **fp32 with AdamW** under ZeRO `stage` "
-         "(0 = DDP, 3 = FSDP) on `world_size` ranks. Return "
-         "`{'params': ..., 'grads': ..., 'optimizer': ...}`. The checker runs your "
-         "function on 4 real ranks for stages 0-3 and compares it, rank by rank, with the "
-         "bytes measured there after one real training step of each stage (within 1%: "
-         "shards are padded to equal sizes, and AdamW keeps a step counter per tensor).",
-    hints=("First count what one parameter costs before any sharding, in fp32 with "
-           "AdamW: its weight, its gradient, and what the optimizer remembers about it. "
-           "Then ask, for each of the three, from which stage on it is split over the "
-           "ranks.",
-           "fp32 AdamW: 4 bytes of weight, 4 of gradient, and two 4-byte moments (there is "
-           "no separate master copy: the weights already are fp32).",
-           "Stage 1 divides the optimizer state by N, stage 2 also the gradients, stage 3 "
-           "also the weights; the rest stays whole on every rank."),
+    id="03.predict-memory", level="warm-up", kind="decide",
+    title="choose the ZeRO stage that fits a memory budget",
+    student_name="choose_stage",
+    task="A model of `num_params` parameters trains in **fp32 with AdamW** on "
+         "`world_size` ranks, each with `budget` bytes for its model states (weights, "
+         "gradients, optimizer state). Write `choose_stage(num_params, world_size, budget)` "
+         "returning `{'stage': s, 'bytes': b}`: the ZeRO stage to use (0 = DDP, 3 = FSDP) "
+         "and the bytes one rank then holds. Choose, among the stages that fit, the one "
+         "that communicates least per step (section 3: stages 0-2 send the same bytes, "
+         "stage 3 half as much again), and of equal communication the lowest; if none "
+         "fits, return stage None and the bytes of the stage that needs least. The checker "
+         "asks about 9 configurations: five for section 5's model on 4 real ranks, judged "
+         "against the bytes measured there after one real step of each stage, and four "
+         "models of 7.5-70 billion parameters on 8-64 GPUs, judged with the package's "
+         "formula. It refuses a stage that does not fit, a stage when a better one fits, "
+         "and bytes more than 1% off (shards are padded to equal sizes, and AdamW keeps a "
+         "step counter per tensor).",
+    hints=("Take one stage at a time: what does one rank hold of the weights, of the "
+           "gradients and of the optimizer state, and which of the three does that stage "
+           "divide by N? Then go through the stages in the order you would prefer them.",
+           "fp32 AdamW keeps no separate master copy (the weights already are fp32), and "
+           "the optimizer remembers two numbers per parameter. Section 2's table is for "
+           "mixed precision: redo its bytes, do not copy them.",
+           "No budget is within 1% of what a stage needs, so your formula and the "
+           "measurement agree on every decision; the bytes you report are compared with "
+           "the measurement at the stage you chose."),
     inputs=bytes_inputs, expected=bytes_measured, adapter=bytes_adapter,
     forbidden={"companion.data_parallel.memory.zero_memory_per_gpu":
-               "it is the package's answer to this exercise",
+               "it is the package's answer to the bytes per rank",
                "companion.data_parallel.memory.bytes_per_param":
                "it answers the first half (the bytes per parameter): count them yourself",
                "companion.data_parallel.memory.max_params_that_fit":
-               "it evaluates the package's formula for you"},
+               "it evaluates the package's formula for you",
+               "companion.data_parallel.memory.communication_volume":
+               "the package's communication count: section 3 says what each stage sends",
+               "companion.learning.nb03._formula_bytes": "it is the checker's formula",
+               "companion.learning.nb03._decide": "it is the checker's decision"},
     rtol=0.01, timeout=120.0,
 ))
 
@@ -148,7 +199,8 @@ def zero2_adapter(candidate, w, grad, momentum, lr, beta):
 
 
 ZERO2_STEP = register(Exercise(
-    id="03.zero2-step", level="core", title="one ZeRO-2 step from two collectives",
+    id="03.zero2-step", level="core", kind="implement",
+    title="one ZeRO-2 step from two collectives",
     student_name="my_zero2_step",
     task="Every rank holds the full flat weights `w` (12 values), the gradient `grad` of "
          "the loss on **its own** micro-batch, and only **its shard** of the optimizer "
@@ -167,9 +219,9 @@ ZERO2_STEP = register(Exercise(
            "rank's slice r; divide by the number of ranks for the mean.",
            "Update only your slice (momentum, then the weights of your slice), then "
            "all-gather the updated slices into a full vector on every rank.",
-           "The calls: `dist.reduce_scatter_single(out, grad)` with `out` of c elements, "
-           "and `dist.all_gather_single(full, my_slice)` with `full` of N·c elements "
-           "(`dist.reduce_scatter` and `dist.all_gather` with lists of chunks work too)."),
+           "torch.distributed has both collectives in a flat form (one tensor in, one "
+           "tensor out) and in a form taking a list of chunks; either works. The output "
+           "buffer is yours to allocate, the size of what this rank receives."),
     inputs=zero2_inputs, expected=zero2_expected, adapter=zero2_adapter,
     forbidden={"torch.distributed.all_reduce":
                "an all-reduce leaves every rank with the full gradient, the copy ZeRO-2 "
@@ -186,72 +238,5 @@ ZERO2_STEP = register(Exercise(
         counts({REDUCE_SCATTER: 1, ALL_GATHER: 1},
                why="one reduce-scatter of the gradient, one all-gather of the weights")),
     rtol=1e-12, atol=1e-12,   # float64; only the order of a 4-term sum differs
-    context="import torch\nimport torch.distributed as dist",
-))
-
-
-# ---- 03.fsdp-forward (stretch) --------------------------------------------------------
-def fsdp_inputs(rank: int, world_size: int) -> tuple:
-    x, ws = layer_weights()
-    dev = _device()
-    return (x.to(dev), [shard_of(w, rank, world_size).to(dev) for w in ws],
-            list(LAYER_SHAPES), Layers())
-
-
-FSDP_KEYS = ("output", "calls of layers", "most full weights alive at once")
-
-
-def fsdp_expected(x, shards, shapes, layers) -> dict:
-    """One process holding every full weight: the forward pass the shards must reproduce."""
-    x0, ws = layer_weights()
-    out = x0
-    for w in ws:
-        out = torch.tanh(out @ w.T)
-    return {"output": out.to(x.device), "calls of layers": len(ws),
-            "most full weights alive at once": 1}
-
-
-def fsdp_adapter(candidate, x, shards, shapes, layers) -> dict:
-    out = candidate(x, shards, shapes, layers)
-    return {"output": out, "calls of layers": layers.calls,
-            "most full weights alive at once": layers.most_alive}
-
-
-FSDP_FORWARD = register(Exercise(
-    id="03.fsdp-forward", level="stretch", title="an FSDP forward pass: gather, compute, free",
-    student_name="my_fsdp_forward",
-    task="A 3-layer model is sharded ZeRO-3 style: for layer i, every rank holds "
-         "`shards[i]`, its chunk of the flattened weight of shape `shapes[i]`, cut into "
-         "N chunks of c = ⌈numel / N⌉ elements and zero-padded at the end (rank r holds "
-         "elements [r·c, (r+1)·c)). Write `my_fsdp_forward(x, shards, shapes, layers)` "
-         "that runs the forward pass `x = layers(i, x, weight_i)` for i = 0, 1, 2 and "
-         "returns the output. Rebuild each full weight **just before its layer runs** and "
-         "let it go before the next one: the checker counts how many full weights are "
-         "alive at once (1 is the goal), compares the output with one process holding "
-         "every weight, and checks the communication: one all-gather per layer, nothing "
-         "else.",
-    hints=("Keep only one layer's full weights at a time: fetch a layer's weights just "
-           "before it runs, and let them go before fetching the next.",
-           "An all-gather of the chunks gives, on every rank, the padded flat weight. "
-           "Cut off the padding before reshaping it to the layer's shape.",
-           "For layer i: gather into a buffer of N·c elements, keep the first "
-           "rows·cols of them, reshape to `shapes[i]` and call `layers(i, x, weight)`. "
-           "A name rebound to the next layer's buffer frees the previous one.",
-           "`dist.all_gather_single(buffer, shards[i])` gathers. (torch's FSDP frees "
-           "explicitly, with `t.untyped_storage().resize_(0)`, because autograd keeps a "
-           "reference to every weight it needs for backward.)"),
-    inputs=fsdp_inputs, expected=fsdp_expected, adapter=fsdp_adapter,
-    forbidden={"torch.distributed.all_reduce":
-               "summing zero-padded copies rebuilds the weight at twice an all-gather's "
-               "traffic",
-               "companion.data_parallel.fsdp.FSDP": "it is the package's FSDP",
-               "companion.data_parallel.fsdp.FSDP.gather_full_params": "it is the package's FSDP",
-               "companion.data_parallel.zero.unpack_chunks": "it is the package's un-sharding step",
-               "torch.distributed.fsdp.fully_shard": "it is torch's FSDP2",
-               "torch.distributed.fsdp.FullyShardedDataParallel": "it is torch's FSDP"},
-    pattern=all_of(
-        only(*ALL_GATHER, "barrier", why="ZeRO-3's forward only gathers weights"),
-        counts({ALL_GATHER: len(LAYER_SHAPES)}, why="one all-gather per layer, on demand")),
-    pure=True, rtol=1e-12, atol=1e-12,   # float64, and no arithmetic in the communication
     context="import torch\nimport torch.distributed as dist",
 ))

@@ -1,9 +1,14 @@
-"""Notebook 04's exercises (``notebooks/04_pipeline_parallelism.ipynb``): write a
-pipeline schedule.
+"""Notebook 04's exercises (``notebooks/04_pipeline_parallelism.ipynb``): choose a
+pipeline, fix one, write two.
 
-A ladder: GPipe (warm-up), 1F1B (core), ZB-H1 (stretch), ZB-V (stretch, two chunks
-per rank in a V). The student returns the
-schedule as data, one list of ops per stage; each is simulated in the notebook first
+* ``04.micro-batches`` (warm-up, decide): choose GPipe or 1F1B and the fewest
+  micro-batches that meet a bubble target within an activation budget; judged by the
+  closed forms at seven sizes, then run on 4 real ranks, where the measured peak must fit.
+* ``04.one-f-one-b`` (core, diagnose): a given 1F1B deadlocks; the fix is simulated and
+  run on 4 real ranks.
+* ``04.zb-h1`` and ``04.zb-v`` (stretch, implement): the zero-bubble schedules.
+
+A schedule is data, one list of ops per stage; each is simulated in the notebook first
 (every op once, no deadlock, the target's bubble and activation memory, at several
 sizes), then run on 4 real ranks by the executor, whose gradients and updated
 parameters must equal the built-in schedule's exactly, with one activation and one
@@ -14,10 +19,11 @@ from __future__ import annotations
 
 import functools
 
-from .nb04_checks import (exercise_inputs, exercise_inputs_split, exercise_inputs_v,
-                                 neighbour_messages, precheck_schedule, run_schedule)
+from .nb04_checks import (PLAN_CASES, exercise_inputs, exercise_inputs_split, exercise_inputs_v,
+                          held_samples, neighbour_messages, plan_inputs, precheck_plan,
+                          precheck_schedule, run_plan, run_schedule)
 from ..pipeline.modern import zb_v
-from ..pipeline.schedules import gpipe, one_f_one_b, zb_h1
+from ..pipeline.schedules import one_f_one_b, zb_h1
 from ..pipeline.simulate import bubble_fraction, peak_activations
 from .exercise import Exercise, register
 
@@ -32,7 +38,11 @@ def _forbidden(target: str) -> dict:
     later = {"looped_bfs": "looped BFS", "interleaved_zb": "interleaved zero bubble",
              "zb_v": "ZB-V", "dualpipev": "DualPipeV"}
     out = {"companion.pipeline.registry.make_schedule":
-           f"it returns the package's schedules, {target} included; write the op lists yourself"}
+           f"it returns the package's schedules, {target} included; write the op lists yourself",
+           "companion.pipeline.ops.interleave": "it lays out 1F1B's warm-up, steady state and "
+                                                "cool-down for you; write the op lists yourself",
+           "companion.pipeline.ops.interleaved_order": "it is the package's interleaved order "
+                                                       "of ops; write the op lists yourself"}
     for module, table in ((_BUILDERS, names), ("companion.pipeline.modern.", later)):
         for fn, label in table.items():
             out[module + fn] = (f"it is the package's {target} schedule" if label == target
@@ -47,44 +57,65 @@ def _zb_h1_peaks(p: int, m: int) -> list:
     return [min(p, m)] * p
 
 
-GPIPE = register(Exercise(
-    id="04.gpipe", level="warm-up", title="write the GPipe schedule", student_name="my_gpipe",
-    task="Write `my_gpipe(p, m)`: return one list per stage of `Op(\"F\", mb)` and "
-         "`Op(\"B\", mb)` in the order that stage runs them, for GPipe: every stage runs "
-         "the forwards of all m micro-batches, then their backwards. The checker simulates "
-         "it at three sizes (every op once, no deadlock, all forwards first, bubble "
-         "(p-1)/(m+p-1)), then runs it on 4 real ranks.",
-    hints=("A schedule is only data: stage s's list is the order in which it runs its "
-           "forwards and backwards. In GPipe every stage has the same order.",
-           "Build one list, the m forwards in micro-batch order followed by the m "
-           "backwards, and give each of the p stages its own copy.",
-           "`Op(\"F\", mb)` for mb in range(m), then `Op(\"B\", mb)` for mb in range(m); "
-           "return a list of p such lists."),
-    inputs=exercise_inputs, reference=gpipe, adapter=run_schedule,
-    forbidden=_forbidden("GPipe"), pattern=neighbour_messages(),
-    precheck=functools.partial(
-        precheck_schedule, target="GPipe", sizes=((4, 8), (3, 5), (4, 2)),
-        bubble=functools.partial(bubble_fraction, schedule="gpipe"),
-        peaks=functools.partial(peak_activations, schedule="gpipe"), forwards_first=True),
-    timeout=60.0, context=CONTEXT,
+def plan_reference(p: int, batch_size: int, target: float, budget: float):
+    """1F1B holds min(p, m) micro-batches and GPipe all m, at the same bubble, so 1F1B
+    with the fewest micro-batches that divide the batch and meet both limits, or None."""
+    for m in range(1, batch_size + 1):
+        if (batch_size % m == 0 and bubble_fraction(p, m, "1f1b") <= target
+                and held_samples("1f1b", p, batch_size, m) <= budget):
+            return ("1f1b", m)
+    return None
+
+
+MICRO_BATCHES = register(Exercise(
+    id="04.micro-batches", level="warm-up", kind="decide",
+    title="GPipe or 1F1B, and how many micro-batches?", student_name="my_plan",
+    task="Write `my_plan(p, batch_size, target, budget)`: the plan for one step of a "
+         "p-stage pipeline over a batch of `batch_size` samples. Return `(schedule, m)`, "
+         "with schedule `\"gpipe\"` or `\"1f1b\"` and m micro-batches of equal size, such "
+         "that the pipeline idles at most `target` of the time and no stage holds the "
+         "activations of more than `budget` samples at once; of the plans that do, the one "
+         "with the **fewest** micro-batches (bigger micro-batches keep a GPU efficient). "
+         "Return None when no plan meets both. The checker judges your plans at "
+         f"{len(PLAN_CASES)} sizes with the closed forms, then runs your plan for p=4 on 4 "
+         "real ranks and measures each stage's peak.",
+    hints=("Two limits pull on m. The bubble shrinks as m grows. What does a stage hold at "
+           "its peak, in micro-batches under each schedule, and how many samples is one "
+           "micro-batch?",
+           "GPipe holds all m micro-batches of batch_size/m samples each: the whole batch, "
+           "whatever m is. 1F1B holds at most min(p, m) of them, so its memory in samples "
+           "falls as m grows, and its bubble is GPipe's.",
+           "Only m that divide the batch size are candidates, and there are few of them: "
+           "try them from the smallest up, and stop at the first that meets both limits. "
+           "Which schedule can ever be the only one that fits?"),
+    inputs=plan_inputs, reference=plan_reference, adapter=run_plan,
+    forbidden={"companion.learning.nb04.plan_reference":
+               "it is the package's solution to this exercise",
+               "companion.pipeline.simulate.simulate":
+               "the closed forms decide this; simulating every candidate is a search"},
+    precheck=precheck_plan, timeout=60.0, context=CONTEXT,
 ))
 
 ONE_F_ONE_B = register(Exercise(
-    id="04.one-f-one-b", level="core", title="write the 1F1B schedule", student_name="my_1f1b",
-    task="Write `my_1f1b(p, m)`: one list of `Op(\"F\", mb)` / `Op(\"B\", mb)` per stage "
-         "for 1F1B (PipeDream-Flush). Stage s runs a few warm-up forwards, then alternates "
-         "one forward and one backward, then finishes the remaining backwards. The "
-         "checker simulates it at three sizes (every op once, no deadlock, GPipe's bubble, "
-         "and no stage holding more micro-batches' activations than 1F1B's p - s), then "
-         "runs it on 4 real ranks.",
-    hints=("Stage s cannot run its first backward before micro-batch 0 has gone through "
-           "every later stage and its gradient has come back. How many forwards fit "
-           "before that moment?",
-           "Stage s runs p-1-s warm-up forwards (never more than m), then pairs: the next "
-           "forward, then the backward of the oldest micro-batch it holds; the backwards "
-           "still owed come last.",
-           "With w = min(p-1-s, m): F0..F(w-1); then for k in range(m - w): F(w+k), B(k); "
-           "then B(m-w)..B(m-1)."),
+    id="04.one-f-one-b", level="core", kind="diagnose",
+    title="fix a 1F1B schedule that deadlocks", student_name="my_1f1b",
+    task="A colleague's `broken_1f1b(p, m)` (in the notebook) is meant to be 1F1B "
+         "(PipeDream-Flush): warm-up forwards, then one forward and one backward at a time, "
+         "then the remaining backwards. On 4 real ranks it hangs. Find out why, and write "
+         "the fixed schedule as `my_1f1b(p, m)`: one list of `Op(\"F\", mb)` / "
+         "`Op(\"B\", mb)` per stage. The checker simulates it at three sizes, one of them "
+         "with fewer micro-batches than stages (every op once, no deadlock, GPipe's bubble, "
+         "no stage holding more micro-batches than 1F1B's p - s), then runs it on 4 real "
+         "ranks.",
+    hints=("Run the check on `broken_1f1b` and read the simulator's verdict: which stage "
+           "waits for which input, and which stage would have to produce it?",
+           "Stage 0 waits for the gradient of micro-batch 0, which exists only after "
+           "micro-batch 0 has gone through every later stage; meanwhile stage 1 waits for an "
+           "activation that stage 0 will send only after that gradient. How many forwards "
+           "must stage s run before its first backward, so that the wait can end?",
+           "The right count depends on how many stages come after s, not before it. Once "
+           "the deadlock is gone, the check's size with m < p shows the second mistake: a "
+           "stage cannot run more forwards than there are micro-batches."),
     inputs=exercise_inputs, reference=one_f_one_b, adapter=run_schedule,
     forbidden=_forbidden("1F1B"), pattern=neighbour_messages(),
     precheck=functools.partial(
@@ -95,7 +126,8 @@ ONE_F_ONE_B = register(Exercise(
 ))
 
 ZB_H1 = register(Exercise(
-    id="04.zb-h1", level="stretch", title="write the ZB-H1 zero-bubble schedule",
+    id="04.zb-h1", level="stretch", kind="implement",
+    title="write the ZB-H1 zero-bubble schedule",
     student_name="my_zb_h1",
     task="Write `my_zb_h1(p, m)` with the backward split in two: `Op(\"B\", mb)` computes "
          "only the input gradient (the previous stage waits for it) and `Op(\"W\", mb)` "
@@ -107,11 +139,13 @@ ZB_H1 = register(Exercise(
          "real ranks.",
     hints=("Keep B where 1F1B runs its backward: the stage upstream is waiting for it. "
            "W can wait; use the W's to fill the moments where a 1F1B stage sits idle.",
-           "Think in rounds x = 0, 1, ..., m+p-2. In round x stage s runs the forward of "
-           "micro-batch x, the B that 1F1B would run there, and one W, each only if its "
-           "micro-batch exists (0 <= mb < m).",
-           "Round x on stage s: F(x), then B(x-(p-1-s)), then W(x-(p-1)); skip the ones "
-           "whose micro-batch is outside 0..m-1."),
+           "Think in rounds x = 0, 1, ..., m+p-2. In each round a stage runs at most one F, "
+           "one B and one W, each only for a micro-batch that exists. The F of round x is "
+           "micro-batch x, the B the one 1F1B would run there. Which W?",
+           "The W's set the memory: a micro-batch is held from its F to its W. If every "
+           "stage runs each W a fixed number of rounds after that micro-batch's F, how many "
+           "micro-batches does a stage hold, and how large may the lag be with at most p "
+           "held? It must also put every W after its B, on stage 0 too."),
     inputs=exercise_inputs_split, reference=zb_h1, adapter=run_schedule,
     forbidden=_forbidden("ZB-H1"), pattern=neighbour_messages(),
     precheck=functools.partial(
@@ -121,7 +155,8 @@ ZB_H1 = register(Exercise(
 ))
 
 ZB_V = register(Exercise(
-    id="04.zb-v", level="stretch", title="write the ZB-V schedule (two chunks in a V)",
+    id="04.zb-v", level="stretch", kind="implement",
+    title="write the ZB-V schedule (two chunks in a V)",
     student_name="my_zb_v",
     task="Write `my_zb_v(p, m)` for m >= 2p. Each rank now holds two model chunks in a V: "
          "chunk 0 of rank r is virtual stage r (going down the ranks), chunk 1 is virtual "
@@ -140,10 +175,11 @@ ZB_V = register(Exercise(
            "forwards alternating as chunk-1 inputs arrive; then chunk-1 forwards each "
            "followed at once by its B and W; a steady state that repeats F, B, W on chunk 0 "
            "and then on chunk 1; a cool-down where some W's wait.",
-           "Counts on rank r: 2(p-r)-1 chunk-0 forwards; r x (F chunk 1, F chunk 0); p-r x "
-           "(F, B, W on chunk 1); steady (F0 if any left, B0, W0, F1, B1, W1) until every "
-           "forward ran; cool-down r x (B0, B1), then p-r x (B0, W0), then the W's still "
-           "owed, chunk 1 first."),
+           "Rank r can run one chunk-0 forward for every virtual stage that micro-batch 0 "
+           "still has to cross before it reaches rank r's chunk 1, its own chunk 0 "
+           "included. In the cool-down, run each B as soon as it can run (the rank upstream "
+           "waits for it) and push the W's later, into the gaps the draining pipeline "
+           "leaves; drawing the timeline shows which W is still in the way."),
     inputs=exercise_inputs_v, reference=zb_v, adapter=run_schedule,
     forbidden=_forbidden("ZB-V"), pattern=neighbour_messages(chunks=2),
     precheck=functools.partial(

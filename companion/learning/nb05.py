@@ -1,15 +1,16 @@
 """Notebook 05's exercises (``notebooks/05_tensor_parallelism.ipynb``): Megatron's f and g.
 
-* ``05.column-linear`` (warm-up): a column-parallel linear's forward, each rank its
-  slice of the output, with no communication.
-* ``05.f-and-g`` (core): Megatron-LM's conjugate operators f and g as autograd
-  Functions, checked at the edges of a tensor-parallel MLP against one process.
-* ``05.sp-regions`` (stretch): Megatron-SP's pair g / g-bar (all-gather and
-  reduce-scatter along the sequence), checked the same way on sequence shards.
+* ``05.column-linear`` (warm-up, implement): a column-parallel linear's forward, each
+  rank its slice of the output, with no communication.
+* ``05.f-and-g`` (core, diagnose): a colleague's f and g give the right output and the
+  right number of all-reduces, but wrong gradients; the fix is checked at the edges of a
+  tensor-parallel MLP against one process.
+* ``05.regather-linear`` (stretch, implement): Megatron-SP's column linear that keeps
+  only its input's sequence shard for backward and gathers it again there; checked on
+  sequence shards against one process, with the bytes it keeps measured.
 
-Every rank-side function the exercises use is defined here. The MLP is the one
-``companion.tensor_parallel`` splits (d_model 16, d_ff 64, float64, seeded), so a
-result can be compared with the single-process MLP exactly (up to summation order).
+Every rank-side function the exercises use is defined here or in
+:mod:`companion.learning.nb05_checks`, which holds the tensor-parallel MLP they run on.
 """
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .exercise import Exercise, register
+from .nb05_checks import _mlp_inputs, _one_process, _run_tp_mlp, kept_for_backward
 from .patterns import all_of, counts, only, per_rank, summary
 
-BATCH, SEQ, D_MODEL, D_FF, SEED = 2, 8, 16, 64, 0
 TOL = 1e-12   # float64; TP adds the ranks' partial sums in another order than one matmul
 
 _REGIONS = "companion.tensor_parallel.regions."
@@ -57,7 +58,8 @@ def _silent(rank: int, world_size: int, calls) -> str | None:
 
 
 COLUMN_LINEAR = register(Exercise(
-    id="05.column-linear", level="warm-up", title="a column-parallel linear's forward",
+    id="05.column-linear", level="warm-up", kind="implement",
+    title="a column-parallel linear's forward",
     student_name="my_column_linear",
     task="Every rank holds the same input `x` `[tokens, in]` and the **full** `nn.Linear` "
          "`weight` `[out, in]` and `bias` `[out]`. Write `my_column_linear(x, weight, bias)` "
@@ -69,8 +71,10 @@ COLUMN_LINEAR = register(Exercise(
            "Rank i needs only its block of output features: the same block of the "
            "weight's rows and of the bias; `dist.get_rank()` and `dist.get_world_size()` "
            "say which block.",
-           "`weight.chunk(t, dim=0)[i]` is rank i's block of rows; "
-           "`torch.nn.functional.linear(x, w, b)` computes x w^T + b."),
+           "Check the shapes before the values: rank i's block of the weight is "
+           "[out/t, in] and x is [tokens, in], and the slice you return is [tokens, out/t]. "
+           "Which product of the two has that shape, and which block of the bias goes with "
+           "it?"),
     inputs=_column_inputs, reference=column_linear_reference,
     forbidden={"companion.learning.nb05.column_linear_reference":
                "it is the package's solution to this exercise",
@@ -86,69 +90,15 @@ COLUMN_LINEAR = register(Exercise(
 
 
 # ---- 05.f-and-g (core) ---------------------------------------------------------------
-def _mlp_inputs(rank: int, world_size: int) -> tuple:
-    gen = torch.Generator().manual_seed(SEED + 1)   # the same on every rank
-    x = torch.randn(BATCH, SEQ, D_MODEL, generator=gen, dtype=torch.float64)
-    dy = torch.randn(BATCH, SEQ, D_MODEL, generator=gen, dtype=torch.float64)
-    return x, dy
-
-
-def _full_mlp():
-    from ..tensor_parallel.checks import _reference
-    return _reference("mlp", D_MODEL, 4, D_FF, torch.float64, SEED)
-
-
-def _shard_of_full(grads: dict, rank: int, t: int, seq_shard: bool) -> dict:
-    """The single-process MLP's gradients cut the way rank ``rank`` of ``t`` holds them."""
-    out = {"fc1.weight grad": grads["fc1.weight"].chunk(t, dim=0)[rank],   # column split
-           "fc1.bias grad": grads["fc1.bias"].chunk(t, dim=0)[rank],
-           "fc2.weight grad": grads["fc2.weight"].chunk(t, dim=1)[rank]}   # row split
-    if not seq_shard:   # under SP the row bias sees only this rank's tokens (summed later)
-        out["fc2.bias grad"] = grads["fc2.bias"]
-    return out
-
-
-def _one_process(x, dy, seq_shard: bool) -> dict:
-    """Expected results: the single-process MLP, forward and backward, cut for this rank."""
-    rank, t = dist.get_rank(), dist.get_world_size()
-    mlp = _full_mlp()
-    xr = x.clone().requires_grad_()
-    y = mlp(xr)
-    (y * dy).sum().backward()
-    cut = (lambda z: z.chunk(t, dim=1)[rank]) if seq_shard else (lambda z: z)
-    grads = {n: p.grad for n, p in mlp.named_parameters()}
-    return {"output": cut(y.detach()), "input grad": cut(xr.grad),
-            **_shard_of_full(grads, rank, t, seq_shard)}
-
-
 def fg_expected(x, dy):
     return _one_process(x, dy, seq_shard=False)
 
 
-def _run_tp_mlp(make_edges, x, dy, sequence_parallel: bool) -> dict:
-    """The package's TP MLP with the student's operators at its edges, forward and
-    backward on this rank's input (a sequence shard under SP)."""
-    from ..tensor_parallel.layers import ParallelMLP
-
-    rank, t = dist.get_rank(), dist.get_world_size()
-    enter, leave = make_edges()
-    mlp = ParallelMLP(_full_mlp(), sequence_parallel=sequence_parallel)
-    mlp.fc1.enter, mlp.fc2.leave = enter, leave
-    if sequence_parallel:
-        x, dy = x.chunk(t, dim=1)[rank], dy.chunk(t, dim=1)[rank]
-    xt = x.clone().requires_grad_()
-    y = mlp(xt)
-    (y * dy).sum().backward()
-    grads = {"fc1.weight grad": mlp.fc1.weight.grad, "fc1.bias grad": mlp.fc1.bias.grad,
-             "fc2.weight grad": mlp.fc2.weight.grad}
-    if not sequence_parallel:
-        grads["fc2.bias grad"] = mlp.fc2.bias.grad
-    return {"output": y, "input grad": xt.grad, **grads}
-
-
 def fg_adapter(make_f_and_g, x, dy):
     """``make_f_and_g()`` returns (f, g), each called as ``fn(x, group)``."""
-    return _run_tp_mlp(make_f_and_g, x, dy, sequence_parallel=False)
+    def setup(mlp):
+        mlp.fc1.enter, mlp.fc2.leave = make_f_and_g()
+    return _run_tp_mlp(setup, x, dy, sequence_parallel=False)
 
 
 def f_and_g_reference():
@@ -165,25 +115,28 @@ _AUTOGRAD_COLLECTIVES = {
 }
 
 F_AND_G = register(Exercise(
-    id="05.f-and-g", level="core", title="Megatron's f and g as autograd Functions",
+    id="05.f-and-g", level="core", kind="diagnose",
+    title="fix a colleague's f and g: right output, wrong gradients",
     student_name="my_f_and_g",
-    task="Write the two conjugate operators of a tensor-parallel region as "
-         "`torch.autograd.Function`s: **f** (`MyF`, at the entrance) and **g** (`MyG`, at "
-         "the exit), each applied as `fn(x, group)`, and let `my_f_and_g()` return "
-         "`(MyF.apply, MyG.apply)`. The checker puts them at the edges of a Megatron MLP "
-         "(fc1 column-parallel, fc2 row-parallel) on real ranks and compares the output, the "
-         "input gradient and every weight gradient with the single-process MLP. It also "
-         "counts the collectives: exactly one all-reduce in forward (g's) and one in "
-         "backward (f's), nothing else.",
-    hints=("Ask, for each operator and each direction: does every rank already hold the "
-           "whole tensor, or only a part of a sum?",
-           "g's forward receives the row-parallel layer's partial sums; f's backward "
-           "receives the gradient through this rank's columns only. Both need the sum over "
-           "ranks; in the other direction each is the identity.",
-           "An autograd Function's forward must not change its input in place: all-reduce "
-           "a copy (`x.clone()`). Keep the group on `ctx` for backward, which returns one "
-           "value per forward input: `(gradient for x, None)`.",
-           "`dist.all_reduce(t, group=group)` sums t in place over the ranks."),
+    task="A colleague's `broken_f_and_g()` (in the notebook) returns the two operators of a "
+         "tensor-parallel region, each applied as `fn(x, group)`: an identity at the "
+         "entrance and, at the exit, `SumOverRanks`, an all-reduce whose backward is an "
+         "all-reduce too (like torch.distributed.nn's). In a Megatron MLP on real ranks the "
+         "output is right, and each rank makes one all-reduce in forward and one in "
+         "backward, as Megatron's does, yet the gradients are wrong. Find out why and "
+         "write `my_f_and_g()` returning fixed operators as `torch.autograd.Function`s' "
+         "`.apply`. The checker compares the output, the input gradient and every weight "
+         "gradient with the single-process MLP, and counts the collectives: one "
+         "all-reduce in forward and one in backward, nothing else.",
+    hints=("The output is right, so the forward is fine. In backward, which gradient does "
+           "each rank hold in full, and which only as its part of a sum over ranks?",
+           "Leaving the region, every rank receives the same, full dL/dZ: summing it over t "
+           "ranks counts it t times. Entering it, fc1's backward gives each rank dL/dX "
+           "through its own columns only. Where does the backward's sum over ranks belong?",
+           "The colleague's all-reduce is the right operator for neither edge: each edge "
+           "needs the sum in exactly one direction and the identity in the other. Write "
+           "each as an autograd Function whose forward does not change its input in place "
+           "and whose backward returns one value per forward input."),
     inputs=_mlp_inputs, expected=fg_expected, adapter=fg_adapter,
     forbidden={**{_REGIONS + n: "it is the package's own f or g" for n in (
                    "CopyToTensorParallelRegion", "ReduceFromTensorParallelRegion", "f", "g")},
@@ -199,74 +152,92 @@ F_AND_G = register(Exercise(
 ))
 
 
-# ---- 05.sp-regions (stretch) ---------------------------------------------------------
-def sp_expected(x, dy):
-    return _one_process(x, dy, seq_shard=True)
+# ---- 05.regather-linear (stretch) ----------------------------------------------------
+_KEPT = "bytes fc1 keeps for backward"
 
 
-def sp_adapter(make_regions, x, dy):
-    """``make_regions()`` returns (g, g_bar): entrance and exit of the SP region."""
-    return _run_tp_mlp(make_regions, x, dy, sequence_parallel=True)
+def regather_expected(x, dy):
+    """One process's MLP cut to this rank's shard, and the bytes of that input shard."""
+    rank, t = dist.get_rank(), dist.get_world_size()
+    shard = x.chunk(t, dim=1)[rank]
+    return {**_one_process(x, dy, seq_shard=True), _KEPT: shard.numel() * shard.element_size()}
 
 
-def sp_regions_reference():
-    from ..tensor_parallel.regions import sp_all_gather, sp_reduce_scatter
-    return sp_all_gather, sp_reduce_scatter
+def regather_adapter(make_linear, x, dy):
+    """``make_linear()`` returns fc1's whole forward, ``fn(x_shard, weight, bias, group)``."""
+    fn, kept = make_linear(), {}
+
+    def setup(mlp):
+        fc1 = mlp.fc1
+
+        def forward(h):
+            out, kept[_KEPT] = kept_for_backward(fn, h, fc1.weight, fc1.bias, fc1.group)
+            return out
+        fc1.forward = forward
+    out = _run_tp_mlp(setup, x, dy, sequence_parallel=True)
+    return {**out, **kept}
+
+
+def regather_reference():
+    from ..tensor_parallel.regions import GatherLinearRegather
+    return GatherLinearRegather.apply
 
 
 _GATHER = ("all_gather", "all_gather_into_tensor")
 _SCATTER = ("reduce_scatter", "reduce_scatter_tensor")
+_AUTOGRAD_SP = {
+    "torch.distributed.nn.functional.all_gather": "an autograd all-gather writes the "
+                                                  "backward for you, and keeps the gathered "
+                                                  "input",
+    "torch.distributed.nn.functional.reduce_scatter": "an autograd reduce-scatter writes the "
+                                                      "backward for you",
+    "torch.distributed._functional_collectives.all_gather_tensor_autograd":
+        "an autograd all-gather writes the backward for you, and keeps the gathered input",
+    "torch.distributed._functional_collectives.reduce_scatter_tensor_autograd":
+        "an autograd reduce-scatter writes the backward for you",
+}
 
-SP_REGIONS = register(Exercise(
-    id="05.sp-regions", level="stretch",
-    title="sequence parallelism's g and g-bar (all-gather, reduce-scatter)",
-    student_name="my_sp_regions",
-    task="Under Megatron sequence parallelism each rank enters the MLP with its **sequence "
-         "shard** `[b, s/t, h]` (tokens `i*s/t ...` on rank i) and must leave with the same "
-         "shard of the output. Write the two edge operators as autograd Functions, "
-         "Korthikanti et al.'s **g** (`MySPGather`: all-gather along the sequence, dim 1, in "
-         "rank order; backward: reduce-scatter) and **g-bar** (`MySPScatter`: reduce-scatter "
-         "along dim 1; backward: all-gather), and let `my_sp_regions()` return "
-         "`(MySPGather.apply, MySPScatter.apply)`. The checker runs the TP MLP with them on "
-         "real ranks and compares the output shard, the input-gradient shard and the "
-         "weight gradients with one process; the pattern is one all-gather and one "
-         "reduce-scatter in each direction, and no all-reduce.",
-    hints=("Megatron's all-reduce = reduce-scatter + all-gather. Which half belongs at the "
-           "entrance of the region, which at the exit, and what is each one's gradient?",
-           "The entrance needs every token (all-gather); its gradient arrives as a full-"
-           "sequence partial sum on every rank, so backward sums and keeps only this "
-           "rank's tokens. The exit is the mirror image.",
-           "torch.distributed works on lists: `dist.all_gather(parts, x)` fills one tensor "
-           "per rank, `dist.reduce_scatter(out, parts)` sums `parts[j]` over the ranks into "
-           "rank j's `out`. Make each part `.contiguous()` and concatenate along dim 1.",
-           "Each backward returns `(gradient for x, None)`: the gather's gradient is the "
-           "reduce-scattered `grad`, the scatter's the all-gathered `grad`."),
-    inputs=_mlp_inputs, expected=sp_expected, adapter=sp_adapter,
-    forbidden={**{_REGIONS + n: "it is the package's own sequence-parallel region" for n in (
-                   "GatherFromSequenceParallelRegion", "ReduceScatterToSequenceParallelRegion",
-                   "GatherLinearRegather", "sp_all_gather", "sp_reduce_scatter")},
-               "companion.learning.nb05.sp_regions_reference":
+REGATHER_LINEAR = register(Exercise(
+    id="05.regather-linear", level="stretch", kind="implement",
+    title="sequence parallelism's column linear that gathers its input twice",
+    student_name="my_gather_linear",
+    task="Under Megatron sequence parallelism fc1 receives this rank's **sequence shard** "
+         "`x` `[b, s/t, h]` (tokens `i*s/t ...` on rank i) and must return this rank's "
+         "columns of fc1 for **every** token, `[b, s, d_ff/t]`, from its `weight` "
+         "`[d_ff/t, h]` and `bias`. Gathering x and calling a linear would keep the "
+         "gathered input, t times the shard, alive until backward. Write "
+         "`MyGatherLinear`, a `torch.autograd.Function` applied as `fn(x, weight, bias, "
+         "group)`, that keeps **only the shard** and gathers it again in backward, and let "
+         "`my_gather_linear()` return `MyGatherLinear.apply`. The checker runs the TP+SP MLP "
+         "with it as fc1 on real ranks and compares the output shard, the input-gradient "
+         "shard and the weight gradients with one process; it measures the bytes fc1 keeps "
+         "for backward (saved tensors and tensors left on ctx, parameters excluded), which "
+         "must be the shard's; and the pattern: forward one all-gather (yours) and fc2's "
+         "reduce-scatter, backward two all-gathers (fc2's and your re-gather) and your "
+         "reduce-scatter, no all-reduce.",
+    hints=("What does backward need? The weight gradient needs the input of every token; "
+           "the input gradient it produces covers every token but holds only this rank's "
+           "columns' share. Which of the two can be rebuilt from what this rank owns?",
+           "Keep the shard with ctx.save_for_backward and gather it again in backward, with "
+           "the same collective as in forward. For the input gradient you need one "
+           "collective that both sums over the ranks and leaves each rank its own tokens.",
+           "In backward, grad is [b, s, d_ff/t]: the weight gradient [d_ff/t, h] and the "
+           "bias gradient sum over batch and sequence both, so flatten those two dimensions "
+           "first. Return one gradient per input of forward (None for the group)."),
+    inputs=_mlp_inputs, expected=regather_expected, adapter=regather_adapter,
+    forbidden={**{_REGIONS + n: "it is the package's own sequence-parallel gather" for n in (
+                   "GatherFromSequenceParallelRegion", "sp_all_gather")},
+               _REGIONS + "GatherLinearRegather": "it is the package's solution to this "
+                                                  "exercise",
+               "companion.learning.nb05.regather_reference":
                "it is the package's solution to this exercise",
-               "companion.collectives.log.all_gather": "it is the package's all-gather along a "
-                                                "dimension; write it with torch.distributed",
-               "companion.collectives.log.reduce_scatter": "it is the package's reduce-scatter "
-                                                    "along a dimension; write it with "
-                                                    "torch.distributed",
-               "torch.distributed.nn.functional.all_gather": "an autograd all-gather skips "
-                                                             "writing the backward",
-               "torch.distributed.nn.functional.reduce_scatter": "an autograd reduce-scatter "
-                                                                 "skips writing the backward",
-               "torch.distributed._functional_collectives.all_gather_tensor_autograd":
-               "an autograd all-gather skips writing the backward",
-               "torch.distributed._functional_collectives.reduce_scatter_tensor_autograd":
-               "an autograd reduce-scatter skips writing the backward",
-               **_TORCH_TP},
-    pattern=all_of(only(*_GATHER, *_SCATTER, why="all-reduce = reduce-scatter + all-gather; "
-                        "sequence parallelism uses the halves"),
+               **_AUTOGRAD_SP, **_TORCH_TP},
+    pattern=all_of(only(*_GATHER, *_SCATTER, why="sequence parallelism replaces the "
+                        "all-reduce by its two halves"),
                    counts({_GATHER: 1, _SCATTER: 1}, phase="forward",
-                          why="g gathers the tokens, g-bar reduce-scatters the output"),
-                   counts({_GATHER: 1, _SCATTER: 1}, phase="backward",
-                          why="each operator's gradient is the other collective")),
+                          why="your gather, then fc2's reduce-scatter"),
+                   counts({_GATHER: 2, _SCATTER: 1}, phase="backward",
+                          why="fc2's all-gather, your re-gather and your reduce-scatter")),
     rtol=0.0, atol=TOL, world_size=4,
     context="import torch\nimport torch.distributed as dist\nimport companion",
 ))

@@ -1,12 +1,13 @@
 """Notebook 06's exercises (``notebooks/06_sequence_parallelism.ipynb``): attention over a
 sequence split across ranks, and expert parallelism.
 
-* ``06.ulysses-a2a`` (warm-up): DeepSpeed-Ulysses' all-to-all from sequence shards to
-  head shards, with exactly one ``all_to_all``.
-* ``06.ring-attention`` (core): ring attention's forward with the online softmax, K/V
-  blocks passed to the next rank, P-1 hops.
-* ``06.moe-dispatch`` (stretch): expert parallelism's token dispatch: pack tokens into
-  per-expert capacity buffers and send each to the expert's owner with one all-to-all.
+* ``06.ulysses-a2a`` (warm-up, implement): DeepSpeed-Ulysses' all-to-all from sequence
+  shards to head shards, with exactly one ``all_to_all``.
+* ``06.ring-attention`` (core, diagnose): a colleague's causal ring attention hangs; the
+  fix must equal causal attention, make P-1 hops, and skip the blocks the mask hides
+  (its matrix products are counted, :mod:`companion.learning.nb06_checks`).
+* ``06.moe-dispatch`` (stretch, implement): dropless expert-parallel dispatch: the counts
+  first, then every token to its expert's owner, with no padding on the wire.
 
 Every rank-side function the exercises use is defined here; shapes are small and fixed
 so that a check costs about a second.
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from .exercise import Exercise, register
+from .nb06_checks import MatmulFlops
 from .patterns import all_of, counts, only, per_rank, summary
 from .watch import P2P
 
@@ -49,7 +50,8 @@ def seq_to_heads_reference(x):
 
 
 ULYSSES_A2A = register(Exercise(
-    id="06.ulysses-a2a", level="warm-up", title="Ulysses: sequence shards to head shards",
+    id="06.ulysses-a2a", level="warm-up", kind="implement",
+    title="Ulysses: sequence shards to head shards",
     student_name="my_seq_to_heads",
     task="`x` is this rank's sequence shard `[b, H, s/P, d]` (all heads, tokens "
          "`r*s/P ...`). Return `[b, H/P, s, d]`: **all tokens** of this rank's heads, rank r "
@@ -62,8 +64,10 @@ ULYSSES_A2A = register(Exercise(
            "Cut x into P pieces along the head dimension (1): piece j goes to rank j. What "
            "arrives from rank i are tokens i*s/P ...: put the pieces side by side along the "
            "sequence dimension (2), in rank order.",
-           "`dist.all_to_all(outputs, inputs)` sends `inputs[j]` to rank j and fills "
-           "`outputs[i]` with what rank i sent; allocate `outputs` with `torch.empty_like`."),
+           "torch.distributed's all-to-all works on lists: the j-th tensor you hand it goes "
+           "to rank j, and the i-th tensor it fills is what rank i sent. The receiving list "
+           "must exist before the call, with the shapes that will arrive: here the shapes "
+           "of your own pieces."),
     inputs=_probe_shard, reference=seq_to_heads_reference,
     forbidden={_ULYSSES + "seq_to_heads": "it is the package's solution to this exercise",
                _ULYSSES + "heads_to_seq": "it is the package's Ulysses all-to-all",
@@ -93,12 +97,26 @@ def _ring_inputs(rank: int, world_size: int) -> tuple:
     return tuple(t.chunk(world_size, dim=2)[rank].clone() for t in _ring_full())
 
 
+_BLOCKS = "K/V blocks computed"
+
+
 def ring_expected(q, k, v):
-    """Full (non-causal) attention over the whole sequence, this rank's query rows."""
+    """Causal attention over the whole sequence, this rank's query rows; rank r computes
+    r + 1 K/V blocks (its own, masked, and every earlier rank's)."""
     from ..models import attention
 
     rank, n = dist.get_rank(), dist.get_world_size()
-    return attention(*_ring_full(), causal=False).chunk(n, dim=2)[rank]
+    return {"output": attention(*_ring_full(), causal=True).chunk(n, dim=2)[rank],
+            _BLOCKS: rank + 1}
+
+
+def ring_adapter(candidate, q, k, v):
+    """Run the candidate and count its matrix products in K/V blocks: a block's scores
+    and its weighted sum of values are two products of 2 b H (s/P)^2 d flops each."""
+    with MatmulFlops() as counter:
+        out = candidate(q, k, v)
+    per_block = 4 * q.numel() * q.shape[-2]
+    return {"output": out, _BLOCKS: round(counter.flops / per_block, 2)}
 
 
 def _kv_block_bytes(world_size: int) -> int:
@@ -131,29 +149,30 @@ def _ring_hops(rank: int, world_size: int, calls) -> str | None:
 
 
 RING_ATTENTION = register(Exercise(
-    id="06.ring-attention", level="core", title="ring attention with the online softmax",
-    student_name="my_ring_attention",
-    task="Rank r holds the query, key and value blocks of its tokens, `q, k, v` of shape "
-         "`[b, H, s/P, d]` (float64). Write `my_ring_attention(q, k, v)`: the attention of "
-         "**its queries against every token's keys** (no causal mask), returned as "
-         "`[b, H, s/P, d]`. Keep the queries where they are; pass the K/V block you hold "
-         "to rank r+1 while receiving the next one from rank r-1, P-1 hops in all, and "
-         "merge each block into a running max, normaliser and output with the online "
-         "softmax. The checker compares with full attention on the whole sequence, and "
-         "checks that only point-to-point messages to the next rank and from the previous "
-         "one were used, carrying P-1 K/V blocks.",
-    hints=("Three running quantities per query row: the largest score so far m, the sum l "
-           "of exp(score - m), and the unnormalised output o. A new block can only raise m; "
-           "what must then happen to the l and o you already have?",
-           "For a block with scores S: m_new = max(m, rowmax S); rescale l and o by "
-           "exp(m - m_new), then add the block's exp(S - m_new) sums and its "
-           "exp(S - m_new) @ V. Start from m = -inf, l = 0, o = 0; the answer is o / l.",
-           "A ring hop: post `dist.isend(block, next)` and `dist.irecv(buffer, prev)` (or one "
-           "`dist.batch_isend_irecv` of `dist.P2POp`s), compute with the block you hold, then "
-           "`.wait()` and swap in the received block. The last block is not sent on.",
-           "Scores of a block: `q @ kb.transpose(-2, -1) / sqrt(d)`; `torch.maximum`, "
-           "`amax(dim=-1)` and `unsqueeze(-1)` do the bookkeeping."),
-    inputs=_ring_inputs, expected=ring_expected,
+    id="06.ring-attention", level="core", kind="diagnose",
+    title="fix a causal ring attention that hangs", student_name="my_ring_attention",
+    task="A colleague's `broken_causal_ring(q, k, v)` (in the notebook) is meant to be "
+         "**causal** ring attention: rank r holds the query, key and value blocks of its "
+         "tokens, `[b, H, s/P, d]` (float64), passes the K/V block it holds to rank r+1 "
+         "while receiving the next from rank r-1, P-1 hops in all, and merges each block "
+         "with the online softmax; a block the causal mask hides entirely is skipped, no "
+         "scores computed for it. On 4 real ranks it hangs. Find out why, and write the "
+         "fixed `my_ring_attention(q, k, v)`. The checker compares it with causal "
+         "attention over the whole sequence, checks that only point-to-point messages to "
+         "the next rank and from the previous one carried P-1 K/V blocks, and counts your "
+         "matrix products: rank r must compute r+1 blocks, its own and every earlier "
+         "rank's.",
+    hints=("Follow one rank through the loop. At step t, which K/V block does it hold, that "
+           "is, on which rank did that block start? Write it down for rank 1 at every step, "
+           "then compare with the colleague's j.",
+           "A ring only moves if every rank passes on every block it receives, except at the "
+           "last step, whether or not it uses the block itself. What does a rank that skips "
+           "a block do to its neighbour?",
+           "Count, per rank, the blocks it should compute: its own (with the triangular "
+           "mask) and those that started on earlier ranks, r+1 on rank r. If your fix "
+           "computes every block and masks the later ones away, the values are right but "
+           "the count is not."),
+    inputs=_ring_inputs, expected=ring_expected, adapter=ring_adapter,
     forbidden={"companion.sequence_parallel.ring.ring_attention":
                "it is the package's solution to this exercise",
                "companion.sequence_parallel.ring.RingAttention":
@@ -165,55 +184,79 @@ RING_ATTENTION = register(Exercise(
                "companion.models.attention": "it computes full attention in one call; the "
                                              "exercise is to merge block by block"},
     pattern=per_rank(_ring_hops), pure=True, rtol=0.0, atol=1e-12, world_size=4,
+    timeout=20.0,   # a ring that stops turning hangs until then
     context="import math\nimport torch\nimport torch.distributed as dist\nimport companion",
 ))
 
 
 # ---- 06.moe-dispatch (stretch) -------------------------------------------------------
-N_TOKENS, N_EXPERTS, CAPACITY, D_TOKEN = 8, 8, 2, 4
+N_TOKENS, N_EXPERTS, D_TOKEN = 8, 8, 4
 
 
 def _moe_inputs(rank: int, world_size: int) -> tuple:
     gen = torch.Generator().manual_seed(100 + rank)   # each rank routes its own tokens
     tokens = torch.randn(N_TOKENS, D_TOKEN, generator=gen)
     expert = torch.randint(0, N_EXPERTS, (N_TOKENS,), generator=gen)
-    return tokens, expert, N_EXPERTS, CAPACITY
+    return tokens, expert, N_EXPERTS
 
 
-def dispatch_reference(tokens, expert, n_experts, capacity):
-    """Pack by arrival order (drop past capacity), then one all-to-all to the owners."""
+def dispatch_reference(tokens, expert, n_experts):
+    """Counts first (one all-to-all of E integers), then the tokens sorted by expert, each
+    rank's piece exactly as long as the counts say (a second all-to-all)."""
     n = dist.get_world_size()
-    onehot = F.one_hot(expert, n_experts)
-    slot = ((onehot.cumsum(dim=0) - 1) * onehot).sum(dim=-1)   # arrival order per expert
-    keep = slot < capacity
-    buf = tokens.new_zeros(n_experts, capacity, tokens.shape[-1])
-    buf[expert[keep], slot[keep]] = tokens[keep]
-    send = [c.contiguous() for c in buf.chunk(n, dim=0)]
-    recv = [torch.empty_like(c) for c in send]
-    dist.all_to_all(recv, send)
-    return torch.stack(recv)
+    per = n_experts // n
+    counts = torch.bincount(expert, minlength=n_experts)
+    arriving = torch.empty_like(counts)
+    dist.all_to_all_single(arriving, counts)          # E/P counts from and to every rank
+    send = tokens[torch.argsort(expert, stable=True)]
+    out_sizes = arriving.view(n, per).sum(dim=1).tolist()
+    received = tokens.new_empty(sum(out_sizes), tokens.shape[1])
+    dist.all_to_all_single(received, send, out_sizes, counts.view(n, per).sum(dim=1).tolist())
+    return received, arriving.view(n, per)
+
+
+def _dropless_bytes(rank: int, world_size: int, calls) -> str | None:
+    tokens = N_TOKENS * D_TOKEN * 4
+    sizes = [c.bytes for c in calls]
+    if len(calls) != 2:
+        return (f"made {summary(calls)}; dropless dispatch is two all-to-alls: the counts, "
+                "then the tokens")
+    if tokens not in sizes:
+        return (f"its all-to-alls carried {sizes} bytes; the tokens' exchange hands over "
+                f"this rank's {N_TOKENS} tokens of {D_TOKEN} floats, {tokens} bytes, no more "
+                "(no padding: every token is sent once, and only once)")
+    counts = sizes[1 - sizes.index(tokens)]
+    if counts > 8 * N_EXPERTS:
+        return (f"the counts' exchange carried {counts} bytes; one integer per expert is at "
+                f"most {8 * N_EXPERTS}")
+    return None
 
 
 MOE_DISPATCH = register(Exercise(
-    id="06.moe-dispatch", level="stretch", title="expert parallelism: dispatch tokens",
-    student_name="my_dispatch",
+    id="06.moe-dispatch", level="stretch", kind="implement",
+    title="expert parallelism: dropless dispatch", student_name="my_dispatch",
     task="Each rank routed its own `tokens` `[T, d]`: token t goes to expert `expert[t]` "
-         "(top-1). Rank j owns experts `j*E/P ... (j+1)*E/P - 1`. Write "
-         "`my_dispatch(tokens, expert, n_experts, capacity)`: pack the tokens into a "
-         "`[E, capacity, d]` buffer (expert e's slots filled by its tokens in token order; "
-         "a token past its expert's capacity is **dropped**; empty slots are zero), send "
-         "each expert's slots to the expert's owner with **one** all-to-all, and return what "
-         "arrived as `[P, E/P, capacity, d]`: entry `[i, e, c]` is slot c of this rank's "
-         "e-th expert, sent by rank i. Checked on 4 real ranks with 8 experts, 8 tokens per "
-         "rank and capacity 2, so some tokens are dropped.",
-    hints=("Static shapes make the exchange simple: every rank sends every other rank the "
-           "same amount, capacity slots for each expert that rank owns, used or not.",
-           "Fill the buffer with one counter per expert: walk the tokens in order, put a "
-           "token in its expert's next free slot, or drop it when the expert is full.",
-           "Experts are numbered so that the buffer's first E/P rows belong to rank 0, the "
-           "next E/P to rank 1: `buf.chunk(P, dim=0)` is the list of what each rank gets.",
-           "`dist.all_to_all(outputs, inputs)` with `outputs = [torch.empty_like(c) for c in "
-           "inputs]`; `torch.stack(outputs)` is the `[P, E/P, capacity, d]` result."),
+         "(top-1), and rank j owns experts `j*E/P ... (j+1)*E/P - 1`. With a capacity, "
+         "dispatch is one all-to-all of padded buffers and drops what does not fit; here "
+         "no token is dropped and none is padded. Write `my_dispatch(tokens, expert, "
+         "n_experts)` that sends every token to its expert's owner and returns "
+         "`(received, counts)`: `counts` `[P, E/P]` (integers) says how many tokens rank i "
+         "sent to this rank's e-th expert, and `received` `[counts.sum(), d]` holds those "
+         "tokens ordered by source rank, then expert, then the source's token order. "
+         "Checked on 4 real ranks with 8 experts and 8 tokens per rank, routed unevenly: "
+         "the values on every rank, and exactly two all-to-alls, one of at most one integer "
+         "per expert and one carrying this rank's tokens, each exactly once.",
+    hints=("A receiver must allocate its buffer before the exchange, and with no capacity "
+           "it cannot know how many tokens each source will send it. What could every rank "
+           "learn first, and how cheaply?",
+           "Two exchanges: first every rank tells every owner how many of its tokens go to "
+           "each of that owner's experts (a small integer tensor, the same size from every "
+           "rank); then the tokens themselves, this rank's send buffer ordered by "
+           "destination expert, which also orders it by destination rank.",
+           "torch.distributed's all_to_all_single takes one flat send buffer cut into "
+           "consecutive pieces of given sizes, one per destination rank, and the sizes of "
+           "the pieces to receive; both lists follow from the counts, summed over each "
+           "rank's experts. A stable sort keeps each expert's tokens in their order."),
     inputs=_moe_inputs, reference=dispatch_reference,
     forbidden={"companion.learning.nb06.dispatch_reference":
                "it is the package's solution to this exercise",
@@ -222,8 +265,8 @@ MOE_DISPATCH = register(Exercise(
                "companion.sequence_parallel.moe.MoE.dispatch": "it is the package's dispatch",
                "companion.sequence_parallel.moe.ExpertParallelMoE": "it is the package's expert-parallel layer",
                **_PACKAGE_A2A},
-    pattern=all_of(only(*_A2A, why="expert parallelism dispatches with an all-to-all"),
-                   counts({_A2A: 1}, why="static capacity buffers need a single exchange")),
+    pattern=all_of(only(*_A2A, why="expert parallelism dispatches with all-to-alls"),
+                   per_rank(_dropless_bytes)),
     pure=True, world_size=4,
     context="import torch\nimport torch.distributed as dist\nimport companion",
 ))

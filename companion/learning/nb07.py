@@ -1,11 +1,14 @@
 """Notebook 07's exercises (``notebooks/07_gradient_compression.ipynb``), MIT 6.5940 L20
 p.26-54: a ladder from sparse exchange to DGC to PowerSGD.
 
-* ``07.topk-feedback`` (warm-up): top-k sparsification with error feedback, exchanged
-  as (index, value) pairs by all-gather.
-* ``07.momentum-correction`` (core): DGC's accumulation (local clipping, then momentum
-  correction), checked by training DGC on 4 ranks against the package's.
-* ``07.powersgd-step`` (stretch): one PowerSGD step, two all-reduces of thin factors.
+* ``07.topk-feedback`` (warm-up, implement): top-k sparsification with error feedback,
+  exchanged as (index, value) pairs by all-gather.
+* ``07.momentum-correction`` (core, implement): DGC's accumulation for Nesterov momentum
+  (local clipping, then the momentum correction that Nesterov SGD needs, which the
+  notebook does not print), checked by training DGC on 4 ranks.
+* ``07.powersgd-step`` (stretch, diagnose): a colleague's PowerSGD step drops the error
+  feedback and gets the power iteration wrong; the fix makes two all-reduces of thin
+  factors.
 
 Exercise ids are "07.<name>"; :func:`companion.learning.exercise` fetches them.
 """
@@ -77,7 +80,7 @@ def _sparse_bytes(rank, world_size, calls):
 
 
 TOPK_FEEDBACK = register(Exercise(
-    id="07.topk-feedback", level="warm-up",
+    id="07.topk-feedback", level="warm-up", kind="implement",
     title="top-k with error feedback, exchanged as (index, value) pairs",
     student_name="my_topk_exchange",
     task="Write `my_topk_exchange(grad, residual, k)`. Add the residual kept from earlier "
@@ -95,8 +98,10 @@ TOPK_FEEDBACK = register(Exercise(
            "Exchange with two `dist.all_gather` calls (each fills a list of world_size "
            "tensors): one for the k indices, one for the k values. Then add every rank's "
            "values at its indices into a zero tensor and divide by the world size.",
-           "`v.abs().topk(k).indices` picks the positions; `out.index_add_(0, idx, vals)` "
-           "adds values at positions (a position two ranks both sent adds up)."),
+           "Check two things by hand on a tiny case: a position that two ranks both sent "
+           "must add up in the update (so write values in with an addition, not an "
+           "assignment), and the new residual must be zero exactly where this rank sent "
+           "and unchanged elsewhere."),
     inputs=_topk_inputs, reference=topk_exchange_reference, adapter=_topk_steps,
     forbidden={
         "companion.learning.nb07.topk_exchange_reference": _SOLUTION,
@@ -125,14 +130,15 @@ TOPK_FEEDBACK = register(Exercise(
 # ---- 07.momentum-correction (core) ----------------------------------------------------
 def accumulate_reference(u, v, grads, momentum, clip_norm, world_size):
     """Clip this rank's gradients to norm clip_norm / sqrt(N) (no communication), then
-    u = m u + g and v = v + u for every tensor."""
+    u = m u + g and v = v + g + m u for every tensor: v gathers what Nesterov SGD would
+    have applied, so with nothing dropped (and no masking) DGC is Nesterov SGD."""
     if clip_norm is not None:
         limit = clip_norm / world_size ** 0.5
         norm = torch.sqrt(sum((g.float() ** 2).sum() for g in grads))
         scale = min(1.0, limit / (float(norm) + 1e-12))
         grads = [g * scale for g in grads]
     new_u = [momentum * ui + g for ui, g in zip(u, grads)]
-    return new_u, [vi + ui for vi, ui in zip(v, new_u)]
+    return new_u, [vi + g + momentum * ui for vi, g, ui in zip(v, grads, new_u)]
 
 
 def _dgc_data(rank, world_size):
@@ -158,26 +164,30 @@ def _dgc_runs(fn, data):
 
 
 MOMENTUM_CORRECTION = register(Exercise(
-    id="07.momentum-correction", level="core",
-    title="DGC's accumulation: local clipping, then momentum correction",
+    id="07.momentum-correction", level="core", kind="implement",
+    title="DGC's accumulation for Nesterov momentum",
     student_name="my_dgc_accumulate",
-    task="Write `my_dgc_accumulate(u, v, grads, momentum, clip_norm, world_size)`: one "
-         "rank's DGC accumulation before top-k selection. `u`, `v` and `grads` are lists "
-         "(one tensor per layer). First clip *locally*: if the L2 norm of all of this "
-         "rank's gradients together exceeds `clip_norm / sqrt(world_size)`, scale them all "
-         "down to it (`clip_norm=None`: no clipping). Then accumulate *velocity*, per "
-         "tensor, as in section 2. Return the new lists `(u, v)`. The checker trains DGC "
-         "on 4 ranks for 6 steps with your function, with and without clipping, and "
-         "compares every rank's losses and the final weights with the package's DGC.",
-    hints=("Two changes to gradient dropping: bound each rank's gradient using only what "
-           "that rank has (no communication), and accumulate the momentum-SGD velocity "
-           "instead of the raw gradient (section 2's formula).",
-           "The clipping norm is one number for the whole rank: the L2 norm over all its "
-           "tensors together. Every tensor is scaled by the same factor, and only when the "
-           "norm is over the limit clip_norm / sqrt(world_size).",
-           "The factor is min(1, limit / norm). Then, for each tensor, the velocity is "
-           "momentum times the old velocity plus the clipped gradient, and the "
-           "accumulator adds the new velocity. Return two lists."),
+    task="Section 2's momentum correction makes DGC, with nothing dropped, exactly momentum "
+         "SGD. Your cluster trains with **Nesterov** momentum: `torch.optim.SGD(..., "
+         "nesterov=True)` keeps u = m u + g and applies g + m u. Write "
+         "`my_dgc_accumulate(u, v, grads, momentum, clip_norm, world_size)`, one rank's "
+         "accumulation before its top-k, such that DGC with nothing dropped (and no factor "
+         "masking) is exactly Nesterov SGD. `u`, `v` and `grads` are lists (one tensor per "
+         "layer). First clip *locally*: if the L2 norm of all of this rank's gradients "
+         "together exceeds `clip_norm / sqrt(world_size)`, scale them all down to it "
+         "(`clip_norm=None`: no clipping). Return the new lists `(u, v)`. The checker trains "
+         "DGC on 4 ranks for 6 steps with your function, with and without clipping, and "
+         "compares every rank's losses and the final weights with the package's.",
+    hints=("Momentum correction's rule, read backwards: v must gather, step by step, exactly "
+           "what the dense optimizer would have applied to the weights that step. What does "
+           "Nesterov SGD apply?",
+           "The velocity u is the same as for plain momentum; only what v gathers changes. "
+           "Write one dense Nesterov step in terms of the new u and the gradient, then make "
+           "v add that.",
+           "Clip before anything else: the norm is one number for the whole rank, over all "
+           "its tensors together, compared with clip_norm / sqrt(world_size), and every "
+           "tensor is scaled by the same factor, only when over the limit. The clipped "
+           "gradient is what enters both u and v."),
     inputs=_dgc_data, reference=accumulate_reference, adapter=_dgc_runs,
     forbidden={
         "companion.learning.nb07.accumulate_reference": _SOLUTION,
@@ -244,23 +254,28 @@ def _factor_sizes(rank, world_size, calls):
 
 
 POWERSGD_STEP = register(Exercise(
-    id="07.powersgd-step", level="stretch", title="one PowerSGD step: two thin all-reduces",
-    student_name="my_powersgd_step",
-    task="Write `my_powersgd_step(grad, error, q)` for one gradient matrix (`n x m`), its "
-         "error-feedback residual and the shared `q` (`m x r`, last step's Q). Compress "
-         "`grad + error` to rank r with one power-iteration step, averaging over ranks "
-         "with exactly two all-reduces (of P, then of Q) and orthonormalising P in between. "
-         "Return `(update, new_error, new_q)`: the mean gradient's rank-r approximation "
-         "`P Q^T`, what it missed of this rank's matrix, and Q. The checker runs 3 steps "
-         "on 4 ranks and checks the values and the sizes of both all-reduces.",
-    hints=("Only the two thin factors travel. Each rank multiplies its own matrix by the "
-           "shared q; summed over ranks, that product's column space approximates the "
-           "mean gradient's; with orthonormal columns, a second product and a second sum "
-           "give the other factor.",
-           "M = grad + error. P = M @ q is n x r: all-reduce it, then make its columns "
-           "orthonormal (`torch.linalg.qr(P)` returns a pair; the Q of that pair).",
-           "Q = M.T @ P is m x r: all-reduce it and divide by the world size, so that "
-           "P @ Q.T approximates the *mean* gradient. The new error is M - P @ Q.T."),
+    id="07.powersgd-step", level="stretch", kind="diagnose",
+    title="fix a colleague's PowerSGD step", student_name="my_powersgd_step",
+    task="A colleague's `broken_powersgd_step(grad, error, q)` (in the notebook) is meant to "
+         "be one rank-r PowerSGD step for one gradient matrix (`n x m`), its error-feedback "
+         "residual and the shared `q` (`m x r`, last step's Q, the warm start), averaging "
+         "over ranks with two all-reduces of the thin factors. It sends the right bytes, "
+         "but its updates are wrong from the first step on. Find its mistakes and write "
+         "the fixed `my_powersgd_step(grad, error, q)` returning `(update, new_error, "
+         "new_q)`: the mean gradient's rank-r approximation `P Q^T`, what it missed of "
+         "this rank's matrix, and Q. The checker runs 3 steps on 4 ranks (error and Q "
+         "carried over) and checks the updates, the final error and the sizes of both "
+         "all-reduces.",
+    hints=("Run the check on the colleague's function. The first step is already wrong, "
+           "before any error has been carried over: look for the mistakes inside one step "
+           "first.",
+           "An all-reduce sums the ranks' P's. Is the sum of orthonormal bases of different "
+           "column spaces orthonormal? Which P must have orthonormal columns for P Q^T to be "
+           "a projection of the mean gradient, and which factor's sum must be divided by "
+           "the number of ranks for P Q^T to be a mean, not a sum?",
+           "From the second step on, what this rank's compression missed last step must "
+           "reach this step's matrix: follow `error` through the function. Where does it "
+           "enter, and what is the new error measured against?"),
     inputs=_psgd_inputs, reference=powersgd_reference, adapter=_psgd_steps,
     forbidden={
         "companion.learning.nb07.powersgd_reference": _SOLUTION,

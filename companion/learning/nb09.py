@@ -1,27 +1,28 @@
 """Notebook 09's exercises (``notebooks/09_hybrid_parallelism.ipynb``): hybrid parallelism.
 
-* ``09.mesh-groups`` (warm-up): the DP and TP process groups of a 2 x 2 mesh, made with
-  ``dist.new_group``; checked by what each group all-reduces.
-* ``09.dp-tp-step`` (core): one DP x TP training step of a Megatron MLP on 2 x 2 ranks,
-  equal to a single process; TP partial sums added in the TP group, gradients averaged
-  in the DP group.
-* ``09.configuration`` (stretch): a DP x TP x PP x ZeRO configuration for Llama-3 70B on
-  64 H100s, judged by the planner's cost model (a failure is explained from its own
-  breakdown, never by naming the answer), then run in miniature on 4 ranks.
+* ``09.mesh-groups`` (warm-up, implement): the DP and TP process groups of a 2 x 2 mesh,
+  made with ``dist.new_group``; checked by what each group all-reduces.
+* ``09.dp-tp-step`` (core, diagnose): a given DP x TP step with gradient accumulation
+  that runs but is wrong (the TP sum done with ``f`` instead of ``g``, the micro-batch
+  losses not scaled, the DP average after every micro-batch); the student returns the
+  fixed step, checked against one process on the full batch and by its pattern: one
+  TP all-reduce per micro-batch forward, and each gradient shard averaged once.
+* ``09.configuration`` (stretch, decide): a DP x TP x PP x ZeRO configuration chosen by
+  a function from its arguments, judged by the planner's cost model on the problem the
+  card shows and two it does not, with a budget of evaluations that a search exceeds;
+  then run in miniature on 4 ranks.
 
 The mesh is row-major with TP innermost, as Megatron and ``init_device_mesh`` place it:
 rank = dp_index * tp + tp_index, so ranks (0, 1) are one replica's TP pair.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 import torch.distributed as dist
 
-from .. import hybrid, planner
 from .exercise import Exercise, register
-from .feedback import defined_at as _defined_at
+# 09.configuration lives in its own module; the notebook imports its problem from here.
+from .nb09_planner import CONFIGURATION, EIGHT_NODES, GLOBAL_BATCH, MODEL, PROBLEMS  # noqa: F401
 from .patterns import all_of, only
 
 DP, TP = 2, 2
@@ -57,7 +58,8 @@ def _probe_groups(candidate, dp, tp):
 
 
 MESH_GROUPS = register(Exercise(
-    id="09.mesh-groups", level="warm-up", title="the DP and TP groups of a 2 x 2 mesh",
+    id="09.mesh-groups", level="warm-up", kind="implement",
+    title="the DP and TP groups of a 2 x 2 mesh",
     student_name="my_mesh_groups",
     task="Four ranks form a mesh of DP=2 replicas x TP=2 tensor-parallel ranks, TP "
          "innermost: rank = dp_index x 2 + tp_index. Write `my_mesh_groups(dp, tp)` that "
@@ -69,8 +71,9 @@ MESH_GROUPS = register(Exercise(
            "Creating a group is itself collective: every rank must create every group, in "
            "the same order, even the groups it is not in (otherwise the ranks wait for "
            "each other until the timeout).",
-           "Rows are `range(d*tp, (d+1)*tp)` for each d; columns are `range(t, dp*tp, tp)` "
-           "for each t. Pick yours with `rank // tp` and `rank % tp`."),
+           "Write one row's ranks and one column's as arithmetic in d, t and tp: a row's "
+           "ranks are consecutive, a column's are spaced by the length of a row. Which row "
+           "and which column hold this rank follows from dividing its rank by tp."),
     inputs=_mesh_inputs, reference=mesh_groups_reference,
     adapter=_probe_groups,
     forbidden={"companion.learning.nb09.mesh_groups_reference":
@@ -89,7 +92,9 @@ MESH_GROUPS = register(Exercise(
 
 
 # ---- 09.dp-tp-step ----------------------------------------------------------------------
-D, FFN, BATCH, LR = 3, 8, 10, 0.1   # odd sizes, so no shape can be transposed unnoticed
+# Odd sizes, so no shape can be transposed unnoticed; each replica's 10 rows are trained in
+# 2 micro-batches of 5, accumulated.
+D, FFN, BATCH, LR, MICRO = 3, 8, 20, 0.1, 2
 
 
 def _full_problem():
@@ -108,9 +113,9 @@ def _shards(rank):
     return x[rows], y[rows], w1[cols], w2[:, cols]
 
 
-def single_process_step(x, y, w1, w2, lr):
+def single_process_step(x, y, w1, w2, lr, micro_batches):
     """One SGD step of the whole MLP on the whole batch in one process, cut to this
-    rank's shards: what the DP x TP step must equal."""
+    rank's shards: what the DP x TP step must equal, however it is accumulated."""
     X, Y, W1, W2 = _full_problem()
     W1.requires_grad_(), W2.requires_grad_()
     loss = ((torch.relu(X @ W1.T) @ W2.T - Y) ** 2).mean()
@@ -122,53 +127,64 @@ def single_process_step(x, y, w1, w2, lr):
 
 
 def _step_inputs(rank, world_size):
-    return (*_shards(rank), LR)
+    return (*_shards(rank), LR, MICRO)
 
 
-def _run_step(candidate, x, y, w1, w2, lr):
+def _run_step(candidate, x, y, w1, w2, lr, micro_batches):
     dp_group, tp_group = mesh_groups_reference(DP, TP)
-    return candidate(x, y, w1, w2, dp_group, tp_group, lr)
+    return candidate(x, y, w1, w2, dp_group, tp_group, lr, micro_batches)
 
 
 def _step_pattern(calls_per_rank, world_size):
-    out_bytes = BATCH // DP * D * 4
-    grad_bytes = 2 * FFN // TP * D * 4
+    rows = BATCH // DP // MICRO
+    out_bytes, grad_bytes = rows * D * 4, 2 * FFN // TP * D * 4
     for rank, calls in enumerate(calls_per_rank):
         wide = [c for c in calls if c.group_size != 2]
         if wide:
             return (f"rank {rank} all-reduced over {wide[0].group_size} ranks; every "
                     "collective of this step belongs to a pair: the TP pair adds partial "
                     "sums, the DP pair averages gradients")
-        n_out = sum(1 for c in calls if c.bytes == out_bytes)
-        if n_out != 1:
-            return (f"rank {rank} all-reduced the [{BATCH // DP}, {D}] output {n_out} times; "
-                    "the row-parallel layer needs one all-reduce forward (g) and none backward")
+        outs = [c for c in calls if c.bytes == out_bytes]
+        back = sum(c.phase == "backward" for c in outs)
+        if len(outs) != MICRO or back:
+            return (f"rank {rank} all-reduced a [{rows}, {D}] micro-batch output {len(outs)} "
+                    f"times ({back} in backward); the row-parallel layer needs one all-reduce "
+                    f"per micro-batch in forward ({MICRO} here) and none in backward")
         other = sum(c.bytes for c in calls if c.bytes != out_bytes)
         if other != grad_bytes:
-            return (f"rank {rank} all-reduced {other} bytes of gradients; averaging the two "
-                    f"gradient shards once moves {grad_bytes} bytes")
+            return (f"rank {rank} all-reduced {other} bytes of gradients in the step; "
+                    f"averaging the two gradient shards once, after the last micro-batch "
+                    f"(what DDP's no_sync is for), moves {grad_bytes} bytes")
     return None
 
 
 DP_TP_STEP = register(Exercise(
-    id="09.dp-tp-step", level="core", title="one DP x TP training step on 2 x 2 ranks",
+    id="09.dp-tp-step", level="core", kind="diagnose",
+    title="repair a DP x TP step with gradient accumulation",
     student_name="my_hybrid_step",
     task=f"The MLP `relu(x @ W1.T) @ W2.T` (W1: [{FFN}, {D}], W2: [{D}, {FFN}]) is trained "
-         f"on a batch of {BATCH} with the mean squared error and one SGD step. On the 2 x 2 "
-         "mesh, rank (d, t) holds replica d's half of the batch `x, y` and TP slot t's shards: "
-         "W1's rows (column-parallel) and W2's columns (row-parallel), as in Megatron. "
-         "Write `my_hybrid_step(x, y, w1, w2, dp_group, tp_group, lr)` returning the "
-         "updated `(w1, w2)` shards, equal to the same step in one process on the full batch.",
-    hints=("Two different things must be added up across ranks: the row-parallel layer's "
-           "partial outputs (the ranks holding other slices of the weights) and the "
-           "gradients (the ranks that saw other data). Which group holds which ranks?",
-           "Forward: this rank's hidden slice is relu(x @ w1.T); its part of the output is "
-           "that times w2.T, and the TP pair's parts add up to the output. Notebook 05's "
-           "`g` (`companion.tensor_parallel.g(t, group)`) adds them in forward and passes "
-           "the gradient through unchanged in backward.",
-           "After loss.backward() each replica has the gradient of its own half of the "
-           "batch; the full-batch mean is the average over the DP pair: all-reduce each "
-           "gradient in dp_group, divide by its size, then step."),
+         f"with the mean squared error on a batch of {BATCH}, one SGD step. On the 2 x 2 "
+         "mesh, rank (d, t) holds replica d's half of the batch `x, y` and TP slot t's "
+         "shards: W1's rows (column-parallel) and W2's columns (row-parallel). A replica's "
+         f"half does not fit in memory at once, so it is run in `micro_batches` = {MICRO} "
+         "micro-batches whose gradients accumulate. The notebook's `broken_hybrid_step` "
+         "runs without an error, yet its step is not the single-process step. Check it, "
+         "find what is wrong, and write `my_hybrid_step(x, y, w1, w2, dp_group, tp_group, "
+         "lr, micro_batches)`, returning the updated `(w1, w2)` shards. The checker "
+         "compares them with the same step in one process on the full batch, and checks "
+         "the communication: the TP pair adds each micro-batch's partial outputs in "
+         "forward, and each gradient shard is averaged over the DP pair once per step.",
+    hints=("Check the broken step as it is, `dp_tp_step.check(broken_hybrid_step)`, then "
+           "fix one thing at a time: the verdict names the first difference, in the values "
+           "or in the communication.",
+           "Notebook 05's pair: one of f and g adds the partial sums in forward and passes "
+           "the gradient through in backward, the other does the reverse. Which one does a "
+           "row-parallel layer's output need?",
+           "The full-batch loss is a mean over all rows. What does summing the gradients of "
+           f"{MICRO} per-micro-batch means give instead?",
+           "Averaging over the replicas is linear: averaging the accumulated gradient once "
+           "gives the same numbers as averaging after every micro-batch, for half the "
+           "traffic. Where does the average belong?"),
     inputs=_step_inputs, expected=single_process_step, adapter=_run_step,
     forbidden={"companion.learning.nb09.single_process_step":
                "it computes the answer in one process from the full tensors",
@@ -180,109 +196,5 @@ DP_TP_STEP = register(Exercise(
                         "all-reduces"), _step_pattern),
     pure=True, rtol=1e-5, atol=1e-6,
     context="import torch\nimport torch.distributed as dist\nimport companion\n"
-            "from companion.tensor_parallel import g",
-))
-
-
-# ---- 09.configuration -------------------------------------------------------------------
-MODEL = planner.MODELS["Llama-3 70B"]
-EIGHT_NODES = dataclasses.replace(planner.CLUSTERS["16 nodes, 128x H100"],
-                                  name="8 nodes, 64x H100", nodes=8)
-GLOBAL_BATCH = 256
-_KEYS, _OPTIONAL = ("dp", "tp", "pp", "zero", "micro_batch"), ("recompute", "chunks")
-
-
-def fastest_configuration(model, cluster, global_batch):
-    """The planner's answer: its fastest feasible plan."""
-    return planner.plan(model, cluster, global_batch)[0][0]
-
-
-class _PlannerExercise(Exercise):
-    def _judge(self, candidate):
-        # The search runs here, before the student's code is watched (a precheck runs
-        # inside the watch, where calling the planner's search counts as the student's).
-        self.fastest = fastest_configuration(MODEL, EIGHT_NODES, GLOBAL_BATCH)
-        self.passed_cost_model = None
-        verdict = super()._judge(candidate)
-        if verdict and self.passed_cost_model:
-            print(self.passed_cost_model)
-        return verdict
-
-
-def _config_problem(config) -> str | None:
-    if not isinstance(config, dict):
-        return (f"my_configuration returned {type(config).__name__} {config!r:.60}; return a "
-                "dict such as dict(dp=..., tp=..., pp=..., zero=..., micro_batch=...)")
-    missing = [k for k in _KEYS if k not in config]
-    extra = [k for k in config if k not in _KEYS + _OPTIONAL]
-    if missing or extra:
-        return (f"the configuration's keys: missing {missing}, not understood {extra}; use "
-                f"{', '.join(_KEYS)} (and optionally {', '.join(_OPTIONAL)})")
-    return None
-
-
-def _precheck_configuration(candidate) -> str | None:
-    config = candidate(MODEL, EIGHT_NODES, GLOBAL_BATCH)
-    where = _defined_at(candidate)
-    problem = _config_problem(config)
-    if problem is None:
-        try:
-            mine = planner.evaluate(MODEL, EIGHT_NODES, GLOBAL_BATCH, **config)
-        except (TypeError, ValueError) as err:
-            problem = f"the planner cannot evaluate {config}: {err}"
-    if problem:
-        return problem + where
-    passed, text = planner.critique(mine, CONFIGURATION.fastest, EIGHT_NODES)
-    if not passed:
-        return f"the cost model rejects it{where}:\n  {text}"
-    CONFIGURATION.passed_cost_model = (
-        f"cost model: {text}\nin miniature on 4 ranks: "
-        f"{hybrid.miniature_name(config['tp'], config['pp'])} with the tiny transformer "
-        "trained like one process and moved the bytes the planner predicts.")
-    return None
-
-
-def _miniature(candidate, global_batch):
-    config = candidate(MODEL, EIGHT_NODES, global_batch)
-    r = hybrid.run_in_miniature(tp=config["tp"], pp=config["pp"])
-    return {"trains like one process": r["max_param_diff"] < 1e-4,   # float32 sum order
-            "moves the bytes the planner predicts": r["measured"] == r["predicted"]}
-
-
-def _batch_input(rank, world_size):
-    return (GLOBAL_BATCH,)
-
-
-def _miniature_expected(global_batch):
-    return {"trains like one process": True, "moves the bytes the planner predicts": True}
-
-
-CONFIGURATION = register(_PlannerExercise(
-    id="09.configuration", level="stretch", title="a configuration justified by its breakdown",
-    student_name="my_configuration",
-    task=f"Train {MODEL.name} on {EIGHT_NODES.gpus} H100s ({EIGHT_NODES.nodes} nodes of "
-         f"{EIGHT_NODES.gpus_per_node}) with a global batch of {GLOBAL_BATCH} sequences. "
-         "Write `my_configuration(model, cluster, global_batch)` returning `dict(dp=, tp=, "
-         "pp=, zero=, micro_batch=)` (optionally `recompute=`, `chunks=`). Reason from "
-         "breakdowns: `planner.evaluate(model, cluster, global_batch, **config)` gives a "
-         "plan's `.memory` and `.times` by part, and `.reason` when it cannot run. It "
-         "passes when the planner's cost model puts it within 10% of the fastest step; "
-         "then it runs in miniature (its axes at degree 2) on 4 ranks.",
-    hints=("Start from the lecture's rule (CS336 L8 §7.2): split the model only until it "
-           "fits, keep tensor parallelism on NVLink, use the remaining GPUs for data "
-           "parallelism. Then read the breakdown of what you chose.",
-           "Evaluate one candidate and read `p.memory`: if the activations are the largest "
-           "part, ZeRO cannot help and only TP or PP divide them; if the model states are, "
-           "a higher ZeRO stage shards them over the replicas.",
-           "A pipeline costs a bubble and TP costs all-reduces that grow with its degree: "
-           "compare the `times` of the few feasible candidates that split the model least."),
-    inputs=_batch_input, expected=_miniature_expected,
-    adapter=_miniature, precheck=_precheck_configuration,
-    forbidden={"companion.planner.search.plan":
-               "it is the search itself: choose by reading breakdowns from planner.evaluate",
-               "companion.planner.grading.grade": "it is the checker; it runs the search",
-               "companion.learning.nb09.fastest_configuration":
-               "it is the package's answer to this exercise"},
-    timeout=60.0,
-    context="import companion\nfrom companion import planner",
+            "from companion.tensor_parallel import f, g",
 ))

@@ -1,16 +1,14 @@
 """Notebook 11's exercises (``notebooks/11_networks_and_topology.ipynb``): networks and topology.
 
-* ``11.swap`` (warm-up): swap a tensor with the rank at the same position on the other
-  node; checked by value and by the links the messages crossed (one inter-node message
-  each way, nothing inside a node).
+* ``11.swap`` (warm-up, implement): swap a tensor with the rank at the same position on
+  the other node; checked by value and by the links the messages crossed (one inter-node
+  message each way, nothing inside a node).
 * ``11.hierarchical`` (core): the hierarchical all-reduce (reduce-scatter inside the
   node, all-reduce across nodes, all-gather inside) from process groups and
   ``torch.distributed``'s reduce-scatter/all-gather, on 3 nodes x 2 ranks; checked by
   value and by the bytes each link class carries.
-* ``11.placement`` (stretch): place TP and DP on a cluster (rank -> (dp, tp)) so that
-  TP traffic stays inside nodes; checked on several cluster shapes, then by a real
-  DP x TP step on the emulated 2 x 2 cluster (:mod:`companion.learning.nb11_step`),
-  equal to one process, with the bytes per link class the placement implies.
+* ``11.torus`` (stretch, diagnose) and ``11.placement`` (warm-up, decide): in
+  :mod:`companion.learning.nb11_step`, with the real runs they check.
 
 Ranks are numbered node by node (rank = node * ranks_per_node + local rank), as torchrun
 numbers them and as :class:`companion.topology.Cluster` does.
@@ -21,11 +19,11 @@ import torch
 import torch.distributed as dist
 
 from .. import collectives as C
-from .. import topology
 from ..collectives.accounting import ring_bytes
 from .exercise import Exercise, register
-from .feedback import defined_at
-from .nb11_step import dp_tp_step
+# 11.placement and 11.torus live in nb11_step (here this module would pass 300 lines);
+# importing them registers them with this notebook's other exercises.
+from .nb11_step import PLACEMENT, TORUS_EX, placement_reference, torus_reference
 from .patterns import all_of, only
 
 _P2P_SEND = ("send", "isend")
@@ -73,7 +71,8 @@ def _swap_pattern(calls_per_rank, world_size):
 
 
 SWAP = register(Exercise(
-    id="11.swap", level="warm-up", title="swap with your twin on the other node",
+    id="11.swap", level="warm-up", kind="implement",
+    title="swap with your twin on the other node",
     student_name="my_swap",
     task=f"{SWAP_NODES} nodes x {SWAP_K} ranks, numbered node by node (ranks 0, 1 on node 0; "
          "2, 3 on node 1). Write `my_swap(x, ranks_per_node)` that sends `x` to the rank at "
@@ -84,8 +83,9 @@ SWAP = register(Exercise(
            "ranks_per_node. Which global rank has your position on the other node?",
            "Both partners send and both receive: if both call a blocking send first, each "
            "may wait for the other. Post the send and the receive without waiting.",
-           "dist.isend(x, peer) and dist.irecv(buffer, peer), then .wait() on both; the "
-           "peer is (rank + ranks_per_node) % world_size."),
+           "dist.isend and dist.irecv return a request each: post both, then wait on "
+           "both. Your twin is a whole node's worth of ranks away from you; from the last "
+           "node, count on around to the first."),
     inputs=_swap_inputs, reference=swap_reference,
     forbidden={"companion.learning.nb11.swap_reference":
                "it is the package's solution to this exercise",
@@ -123,9 +123,12 @@ _RING = {**dict.fromkeys(_RS, ("reduce_scatter", False)), "all_reduce": ("all_re
 
 
 def link_bytes(calls, rank: int, ranks_per_node: int, nodes: int) -> dict:
-    """{"intra", "inter"} bytes a rank's calls put on each link class, ring accounting: a
-    group of ``ranks_per_node`` ranks is taken to be a node's, a group of ``nodes`` ranks
-    one rank per node; a point-to-point message crosses the link to its peer."""
+    """{"intra", "inter", "other"} bytes a rank's calls put on each link class, ring
+    accounting. A collective's class comes from its group's members (global ranks), not
+    its size: all on this node is "intra", one per node "inter", a group whose size is
+    right but whose members mix nodes is "other"; a message crosses the link to its peer.
+    (``nodes`` is the cluster's node count; the members alone decide.)"""
+    from .patterns import link_class
     out = {"intra": 0.0, "inter": 0.0, "other": 0.0}
     for c in calls:
         if c.peer is not None:
@@ -133,8 +136,8 @@ def link_bytes(calls, rank: int, ranks_per_node: int, nodes: int) -> dict:
                 out["intra" if _node(c.peer, ranks_per_node) == _node(rank, ranks_per_node)
                     else "inter"] += c.bytes
             continue
-        key = ("intra" if c.group_size == ranks_per_node else
-               "inter" if c.group_size == nodes else "other")
+        key = {"intra": "intra", "inter": "inter"}.get(link_class(c, rank, ranks_per_node),
+                                                      "other")
         if c.name not in _RING:
             out[key] += c.bytes  # not a ring collective: its payload, once
             continue
@@ -150,8 +153,9 @@ def _hier_pattern(calls_per_rank, world_size):
         got = link_bytes(calls, rank, k, m)
         if got["other"]:
             return (f"rank {rank} ran a collective over a group that is neither its node "
-                    f"({k} ranks) nor its column across the nodes ({m} ranks): a group of all "
-                    f"{world_size} ranks sends the whole tensor over the slow links")
+                    f"({k} ranks) nor its column across the nodes (one rank per node): a "
+                    "group that mixes ranks of one node with ranks of others sends its "
+                    "messages over the slow links whatever its size")
         for link in ("inter", "intra"):
             if abs(got[link] - want[link]) > 1e-9:
                 return (f"rank {rank} put {got[link]:g} bytes on the {link}-node links (a ring "
@@ -164,7 +168,7 @@ def _hier_pattern(calls_per_rank, world_size):
 
 
 HIERARCHICAL = register(Exercise(
-    id="11.hierarchical", level="core", title="the hierarchical all-reduce",
+    id="11.hierarchical", level="core", kind="implement", title="the hierarchical all-reduce",
     student_name="my_hierarchical_all_reduce",
     task=f"{HIER_NODES} nodes x {HIER_K} ranks (numbered node by node). Write "
          "`my_hierarchical_all_reduce(x, ranks_per_node)` returning the sum of every rank's "
@@ -197,88 +201,4 @@ HIERARCHICAL = register(Exercise(
                         "all-gathers in groups"), _hier_pattern),
     pure=True, timeout=30.0,
     context="import torch\nimport torch.distributed as dist\nimport companion",
-))
-
-
-# ---- 11.placement -----------------------------------------------------------------------
-PLACE_CLUSTER = topology.Cluster(2, 2)
-PLACE_TP = 2
-# The shapes the placement is tried on before the real step: (nodes, ranks_per_node, tp).
-PLACE_SHAPES = ((2, 2, 2), (2, 4, 2), (2, 4, 4), (4, 2, 2), (3, 4, 2), (2, 8, 8))
-
-
-def placement_reference(rank: int, nodes: int, ranks_per_node: int, tp: int) -> tuple[int, int]:
-    """Megatron's order: TP innermost, so a TP group is ``tp`` consecutive ranks."""
-    return rank // tp, rank % tp
-
-
-def _placement_problem(candidate) -> str | None:
-    problem = _placement_shapes(candidate)
-    return problem + "." + defined_at(candidate) if problem else None
-
-
-def _placement_shapes(candidate) -> str | None:
-    for nodes, k, tp in PLACE_SHAPES:
-        n, dp = nodes * k, nodes * k // tp
-        coords = {}
-        for r in range(n):
-            c = candidate(r, nodes, k, tp)
-            if (not isinstance(c, tuple) or len(c) != 2
-                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in c)):
-                return (f"my_placement({r}, {nodes}, {k}, {tp}) returned {c!r}; return a pair "
-                        "of ints (dp_index, tp_index)")
-            if not (0 <= c[0] < dp and 0 <= c[1] < tp):
-                return (f"my_placement({r}, {nodes}, {k}, {tp}) returned {c}; on {n} ranks with "
-                        f"tp={tp} the dp index runs over 0..{dp - 1}, the tp index over 0..{tp - 1}")
-            if c in coords.values():
-                other = next(q for q, v in coords.items() if v == c)
-                return (f"on {nodes} nodes x {k}, tp={tp}: ranks {other} and {r} both got {c}; "
-                        "every (dp, tp) slot needs exactly one rank")
-            coords[r] = c
-        for d in range(dp):
-            members = sorted(r for r, c in coords.items() if c[0] == d)
-            spanned = sorted({r // k for r in members})
-            if tp <= k and len(spanned) > 1:
-                return (f"on {nodes} nodes x {k} ranks with tp={tp}, replica {d}'s TP group is "
-                        f"ranks {members}, on nodes {spanned}: its all-reduces (two per layer, "
-                        "in forward and backward) would cross the inter-node links, "
-                        "though a node has room for the whole group")
-    return None
-
-
-def _place_inputs(rank, world_size):
-    return (PLACE_CLUSTER.nodes, PLACE_CLUSTER.ranks_per_node, PLACE_TP)
-
-
-def _run_placement(candidate, nodes, ranks_per_node, tp):
-    coords = candidate(dist.get_rank(), nodes, ranks_per_node, tp)
-    return dp_tp_step(coords, PLACE_CLUSTER, tp)
-
-
-PLACEMENT = register(Exercise(
-    id="11.placement", level="stretch", title="place TP and DP on the cluster",
-    student_name="my_placement",
-    task="A DP x TP job on a cluster of `nodes` x `ranks_per_node` ranks (numbered node by "
-         "node) with tensor-parallel degree `tp`. Write `my_placement(rank, nodes, "
-         "ranks_per_node, tp)` returning this rank's `(dp_index, tp_index)`, so that every "
-         "(dp, tp) slot gets one rank and, whenever a node can hold a whole TP group, each "
-         "TP group sits inside one node. The checker tries it on several cluster shapes, "
-         "then runs notebook 09's DP x TP training step with your placement on the emulated "
-         "2 x 2 cluster: the weights must equal one process, and the TP partial sums must "
-         "travel on intra-node links, the DP gradients across nodes.",
-    hints=("A TP all-reduce runs twice per layer, on activations, in forward and in "
-           "backward; the DP gradient all-reduce once per step, and it can overlap with "
-           "compute. Which group needs the fast link?",
-           "Ranks of one node are consecutive. A TP group of consecutive ranks stays inside "
-           "a node whenever tp divides ranks_per_node.",
-           "Put TP innermost (the fastest-varying index), as Megatron and init_device_mesh "
-           "with mesh shape (dp, tp) do: the tp index comes from the remainder."),
-    inputs=_place_inputs, expected=None, reference=placement_reference,
-    adapter=_run_placement, precheck=_placement_problem,
-    forbidden={"companion.learning.nb11.placement_reference":
-               "it is the package's solution to this exercise",
-               "torch.distributed.device_mesh.init_device_mesh":
-               "it places the mesh for you; here you place it"},
-    timeout=30.0,
-    context="import torch\nimport companion",
 ))

@@ -4,12 +4,17 @@ Each helper returns a *pattern*: a function ``(calls_per_rank, world_size) -> pr
 where ``calls_per_rank[r]`` is rank r's list of :class:`~companion.learning.watch.Call`
 and ``problem`` is a sentence for the student, or None when the pattern holds. Used by
 the exercises of every notebook (:mod:`companion.learning.exercise`).
+
+Each call carries its group's members as global ranks (``Call.group_ranks``, from the
+recording process group), so :func:`link_class` tells the links a call crosses from
+the ranks it connects, not from the group's size: a group of the right size whose
+members sit on different nodes crosses the slow links (notebook 11).
 """
 from __future__ import annotations
 
 import collections
 
-from ..validation import callable_arg
+from ..validation import callable_arg, positive_int
 from .watch import COMM_FUNCTIONS, P2P
 
 _KNOWN = set(COMM_FUNCTIONS) | {"batch_isend_irecv"}
@@ -21,7 +26,7 @@ def _names(arg: str, names) -> None:
         raise ValueError(f"{arg}: {unknown} are not torch.distributed calls; use names such "
                          "as 'isend', 'all_reduce', 'all_to_all'")
 
-__all__ = ["only", "counts", "per_rank", "all_of", "summary"]
+__all__ = ["only", "counts", "per_rank", "all_of", "summary", "link_class"]
 
 
 def summary(calls) -> str:
@@ -99,3 +104,18 @@ def all_of(*patterns):
                 return problem
         return None
     return pattern
+
+
+def link_class(call, rank: int, ranks_per_node: int) -> str:
+    """The links ``call`` of ``rank`` crosses, ranks numbered node by node: "intra" when
+    every rank it connects (this rank and its peer, or its group's members) is on one
+    node, "inter" when each is on a different node, "mixed" when some share a node and
+    some do not, "unknown" when the call does not say (recorded without the group)."""
+    positive_int("ranks_per_node", ranks_per_node, "the ranks of one node, e.g. 2")
+    members = (rank, call.peer) if call.peer is not None else tuple(call.group_ranks)
+    if not members:
+        return "unknown"
+    nodes = [m // ranks_per_node for m in members]
+    if len(set(nodes)) == 1:
+        return "intra"
+    return "inter" if len(set(nodes)) == len(nodes) else "mixed"

@@ -23,7 +23,7 @@ from ..i18n import _
 from .memory_model import RECOMPUTE, ROWS, Layout, predict_memory
 from .presets import MODELS
 
-__all__ = ["FitReport", "fit", "format_report", "main"]
+__all__ = ["FitReport", "fit", "format_report"]
 
 _ROW_NAMES = {"params": "parameters (fp32, sharded)", "grads": "gradients (fp32, sharded)",
               "optimizer": "AdamW states (fp32)", "gathered": "gathered weights (bf16)",

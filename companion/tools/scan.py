@@ -17,7 +17,21 @@ DYNAMIC = ("warm-up", "core", "stretch", "implement", "diagnose", "decide", "pre
            "before: rank r holds tokens of shard r, all heads",
            "after all-to-all: rank r holds all tokens of its heads (attention runs locally)",
            "after the inverse all-to-all: back to sequence shards", "token position", "head",
-           "K/V block", "query block (= rank)")
+           "K/V block", "query block (= rank)", "parameters (fp32, sharded)",
+           "gradients (fp32, sharded)", "AdamW states (fp32)", "gathered weights (bf16)",
+           "activations", "loss and gradient buffers",
+           # reasons for a forbidden call, which an exercise card shows through _()
+           "the package's exchange posts the messages for you: that is the fix to find",
+           "the package's fold: write your own",
+           "the package's cost model: work the costs out yourself",
+           "the package's cost model: read the coefficients off the table",
+           "it is the checker's answer",
+           "it is the package's answer to the bytes per rank",
+           "the package's communication count: section 3 says what each stage sends",
+           "it is the checker's formula",
+           "it is the checker's decision",
+           "an all-reduce rebuilds weights at twice an all-gather's traffic, and leaves "
+           "every rank the full gradient: reduce-scatter it")
 
 
 def literal_messages() -> dict[str, str]:

@@ -25,7 +25,8 @@ CASES["00.broadcast"] = dict(
 CASES["00.healthy-average"] = dict(
     cheat="def my_healthy_average(x):\n"
           "    return companion.learning.nb00.healthy_average_reference(x)\n",
-    # inf x 0 is NaN: the flag does not remove rank 1's infinity; a NaN reaches every rank.
+    # The hang fixed, but inf x 0 is NaN: the flag does not remove rank 1's infinity, and
+    # a NaN reaches every rank.
     wrong="def my_healthy_average(x):\n"
           "    healthy = torch.isfinite(x).all().float()\n"
           "    total, count = x * healthy, healthy.reshape(1)\n"

@@ -7,7 +7,8 @@ CASES = {
         cheat="def my_pass_right(x):\n"
               "    everyone = C.all_gather(x)\n"
               "    return everyone[(dist.get_rank() - 1) % dist.get_world_size()]\n",
-        # the direction mixed up: sends left, so what arrives is the right neighbour's
+        # the deadlock fixed, but the direction mixed up: what arrives is the right
+        # neighbour's tensor
         wrong="def my_pass_right(x):\n"
               "    n, r = dist.get_world_size(), dist.get_rank()\n"
               "    got = torch.empty_like(x)\n"
@@ -39,16 +40,32 @@ CASES = {
     "01.recursive-doubling": dict(
         cheat="def my_recursive_doubling_all_reduce(x):\n"
               "    return C.recursive_doubling_all_reduce(x)\n",
-        # sends the original x every round instead of the running sum
+        # a plausible slip: the partner adds the folded-in tensor only after the doubling,
+        # so the other ranks never see the extra ranks' values
         wrong="def my_recursive_doubling_all_reduce(x):\n"
               "    n, r = dist.get_world_size(), dist.get_rank()\n"
+              "    p = 1 << (n.bit_length() - 1)\n"
+              "    extra = n - p\n"
               "    total = x.clone()\n"
-              "    for k in range(n.bit_length() - 1):\n"
+              "    if r < 2 * extra and r % 2 == 0:\n"
+              "        dist.send(total, r + 1)\n"
+              "        dist.recv(total, r + 1)\n"
+              "        return total\n"
+              "    folded = torch.zeros_like(x)\n"
+              "    if r < 2 * extra:\n"
+              "        dist.recv(folded, r - 1)\n"
+              "    me = r // 2 if r < 2 * extra else r - extra\n"
+              "    for k in range(p.bit_length() - 1):\n"
+              "        v = me ^ (1 << k)\n"
+              "        partner = 2 * v + 1 if v < extra else v + extra\n"
               "        incoming = torch.empty_like(x)\n"
-              "        work = [dist.isend(x, r ^ (1 << k)), dist.irecv(incoming, r ^ (1 << k))]\n"
+              "        work = [dist.isend(total, partner), dist.irecv(incoming, partner)]\n"
               "        for w in work:\n"
               "            w.wait()\n"
               "        total = total + incoming\n"
+              "    total = total + folded\n"
+              "    if r < 2 * extra:\n"
+              "        dist.send(total, r - 1)\n"
               "    return total\n",
         wrong_kind="wrong_value",
     ),

@@ -50,23 +50,23 @@ CASES = {
     ),
     "02.pick-by-size": dict(
         cheat="def my_pick_all_reduce(x, alpha, beta):\n"
-              "    n = dist.get_world_size()\n"
-              "    cut = companion.collectives.costmodel.rd_rhd_crossover_bytes(n, alpha, beta)\n"
-              "    if x.numel() * 4 <= cut:\n"
-              "        return {'algorithm': 'recursive_doubling',\n"
-              "                'result': C.recursive_doubling_all_reduce(x)}\n"
-              "    return {'algorithm': 'recursive_halving_doubling',\n"
-              "            'result': C.recursive_halving_doubling_all_reduce(x)}\n",
-        # the bandwidth terms swapped: recursive doubling then looks cheaper at every size
+              "    n, size = dist.get_world_size(), x.numel() * x.element_size()\n"
+              "    M = companion.collectives.costmodel\n"
+              "    seconds = {a: M.predict_time(a, size, n, alpha, beta)\n"
+              "               for a in ('tree', 'ring', 'recursive_doubling')}\n"
+              "    best = min(seconds, key=seconds.get)\n"
+              "    return {'algorithm': best, 'seconds': seconds[best],\n"
+              "            'result': C.ALL_REDUCE_ALGORITHMS[best](x)}\n",
+        # MPICH's rule with notebook 01's crossover, as if 6 were a power of two: it never
+        # considers the ring, which wins for large tensors once both recursive algorithms fold
         wrong="def my_pick_all_reduce(x, alpha, beta):\n"
               "    n, size = dist.get_world_size(), x.numel() * x.element_size()\n"
-              "    t_rd = math.log2(n) * alpha + 2 * (n - 1) / n * size / beta\n"
-              "    t_rhd = 2 * math.log2(n) * alpha + math.log2(n) * size / beta\n"
-              "    if t_rd <= t_rhd:\n"
-              "        return {'algorithm': 'recursive_doubling',\n"
-              "                'result': C.recursive_doubling_all_reduce(x)}\n"
-              "    return {'algorithm': 'recursive_halving_doubling',\n"
-              "            'result': C.recursive_halving_doubling_all_reduce(x)}\n",
+              "    steps = math.log2(n)\n"
+              "    t_rd = steps * alpha + steps * size / beta\n"
+              "    t_rhd = 2 * steps * alpha + 2 * (n - 1) / n * size / beta\n"
+              "    best = 'recursive_doubling' if t_rd <= t_rhd else 'recursive_halving_doubling'\n"
+              "    return {'algorithm': best, 'seconds': min(t_rd, t_rhd),\n"
+              "            'result': C.ALL_REDUCE_ALGORITHMS[best](x)}\n",
         wrong_kind="wrong_value",
     ),
 }

@@ -3,17 +3,23 @@
 CASES = {
     "03.predict-memory": dict(
         # the package's formula answers the exercise
-        cheat="def predict_bytes(num_params, world_size, stage):\n"
+        cheat="def choose_stage(num_params, world_size, budget):\n"
               "    import companion.data_parallel.memory as M\n"
-              "    got = M.zero_memory_per_gpu(num_params, world_size, stage,\n"
-              "                                precision='fp32', optimizer='adamw')\n"
-              "    return {k: got[k] for k in ('params', 'grads', 'optimizer')}\n",
+              "    for stage in range(4):\n"
+              "        need = M.zero_memory_per_gpu(num_params, world_size, stage,\n"
+              "                                     precision='fp32', optimizer='adamw')\n"
+              "        if need['total'] <= budget:\n"
+              "            return {'stage': stage, 'bytes': need['total']}\n"
+              "    return {'stage': None, 'bytes': need['total']}\n",
         # a plausible mistake: the gradients are not sharded at stage 2
-        wrong="def predict_bytes(num_params, world_size, stage):\n"
+        wrong="def choose_stage(num_params, world_size, budget):\n"
               "    n = world_size\n"
-              "    return {'params': 4 * num_params / (n if stage >= 3 else 1),\n"
-              "            'grads': 4 * num_params / (n if stage >= 3 else 1),\n"
-              "            'optimizer': 8 * num_params / (n if stage >= 1 else 1)}\n",
+              "    need = [16 * num_params, 8 * num_params + 8 * num_params / n,\n"
+              "            8 * num_params + 8 * num_params / n, 16 * num_params / n]\n"
+              "    for stage, nbytes in enumerate(need):\n"
+              "        if nbytes <= budget:\n"
+              "            return {'stage': stage, 'bytes': nbytes}\n"
+              "    return {'stage': None, 'bytes': need[3]}\n",
         wrong_kind="wrong_value",
     ),
     "03.zero2-step": dict(
@@ -50,14 +56,27 @@ CASES = {
               "        w = unpack_chunks(gathered.view(n, -1), [numel])[0].view(shape)\n"
               "        x = layers(i, x, w)\n"
               "    return x\n",
-        # a plausible mistake: the padding is not cut off before reshaping
+        # a plausible mistake: the reduce-scatter's sum is kept as if it were the mean
         wrong="def my_fsdp_forward(x, shards, shapes, layers):\n"
               "    n = dist.get_world_size()\n"
-              "    for i, (shard, shape) in enumerate(zip(shards, shapes)):\n"
-              "        gathered = torch.empty(n * shard.numel(), dtype=shard.dtype)\n"
-              "        dist.all_gather_single(gathered, shard)\n"
-              "        x = layers(i, x, gathered.view(shape))\n"
-              "    return x\n",
-        wrong_kind="crash", wrong_line="x = layers(i, x, gathered.view(shape))",
+              "    def gather(i):\n"
+              "        flat = torch.empty(n * shards[i].numel(), dtype=shards[i].dtype)\n"
+              "        dist.all_gather_single(flat, shards[i])\n"
+              "        return flat[:shapes[i][0] * shapes[i][1]].view(shapes[i])\n"
+              "    acts = [x]\n"
+              "    for i in range(len(shards)):\n"
+              "        acts.append(layers(i, acts[-1], gather(i)))\n"
+              "    grad, grad_shards = acts[-1], [None] * len(shards)\n"
+              "    for i in reversed(range(len(shards))):\n"
+              "        dz = grad * (1 - acts[i + 1] ** 2)\n"
+              "        dw = (dz.T @ acts[i]).reshape(-1)\n"
+              "        if i > 0:\n"
+              "            grad = dz @ gather(i)\n"
+              "        padded = torch.zeros(n * shards[i].numel(), dtype=dw.dtype)\n"
+              "        padded[:dw.numel()] = dw\n"
+              "        grad_shards[i] = torch.empty_like(shards[i])\n"
+              "        dist.reduce_scatter_single(grad_shards[i], padded)\n"
+              "    return acts[-1], grad_shards\n",
+        wrong_kind="wrong_value",
     ),
 }

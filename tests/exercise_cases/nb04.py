@@ -1,28 +1,34 @@
 """Attempts for notebook 04's exercises (see tests/test_exercises.py)."""
 
 CASES = {
-    "04.gpipe": dict(
-        # The shortcut: the package's own GPipe builder.
-        cheat="def my_gpipe(p, m):\n"
-              "    return companion.pipeline.make_schedule('gpipe', p, m).ops\n",
-        # A plausible mistake: one list of ops for the whole pipeline, not one per stage.
-        wrong="def my_gpipe(p, m):\n"
-              "    return [Op('F', mb) for mb in range(m)] + [Op('B', mb) for mb in range(m)]\n",
+    "04.micro-batches": dict(
+        # The shortcut: the package's own plan.
+        cheat="def my_plan(p, batch_size, target, budget):\n"
+              "    from companion.learning.nb04 import plan_reference\n"
+              "    return plan_reference(p, batch_size, target, budget)\n",
+        # The plan that reads only the bubble: the fewest micro-batches that meet the
+        # target, with 1F1B; at p=4, batch 32 its stages hold 16 samples, over the budget.
+        wrong="def my_plan(p, batch_size, target, budget):\n"
+              "    for m in range(1, batch_size + 1):\n"
+              "        if batch_size % m == 0 and (p - 1) / (m + p - 1) <= target:\n"
+              "            return ('1f1b', m)\n"
+              "    return None\n",
         wrong_kind="precheck",
     ),
     "04.one-f-one-b": dict(
         # 1F1B is GPipe's ops reordered: sorting GPipe's would still use a builder.
         cheat="def my_1f1b(p, m):\n"
               "    return [list(ops) for ops in companion.pipeline.one_f_one_b(p, m).ops]\n",
-        # Off by one: p - s warm-up forwards hold one micro-batch too many.
+        # Half the fix: warm-up counted from the right end, but not capped at m, so at
+        # p=4, m=2 stage 0 runs a forward of micro-batch 2, which does not exist.
         wrong="def my_1f1b(p, m):\n"
               "    stages = []\n"
               "    for s in range(p):\n"
-              "        w = min(p - s, m)\n"
+              "        w = p - 1 - s\n"
               "        ops = [Op('F', mb) for mb in range(w)]\n"
               "        for k in range(m - w):\n"
               "            ops += [Op('F', w + k), Op('B', k)]\n"
-              "        stages.append(ops + [Op('B', mb) for mb in range(m - w, m)])\n"
+              "        stages.append(ops + [Op('B', mb) for mb in range(max(m - w, 0), m)])\n"
               "    return stages\n",
         wrong_kind="precheck",
     ),

@@ -33,8 +33,11 @@ def my_f_and_g():
     return MyF.apply, MyG.apply
 '''
 
-_SP_WRONG = '''
-class MySPGather(torch.autograd.Function):
+# The first idea: gather with an autograd Function (backward: reduce-scatter), then an
+# ordinary linear. Every value is right, but F.linear keeps the gathered input, t times
+# the shard, for its backward.
+_REGATHER_WRONG = '''
+class Gather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, group):
         ctx.group = group
@@ -43,29 +46,17 @@ class MySPGather(torch.autograd.Function):
         return torch.cat(parts, dim=1)
 
     @staticmethod
-    def backward(ctx, grad):   # keeps its tokens' gradient but forgets to sum over ranks
-        rank, t = dist.get_rank(ctx.group), dist.get_world_size(ctx.group)
-        return grad.chunk(t, dim=1)[rank].contiguous(), None
-
-
-class MySPScatter(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        chunks = [c.contiguous() for c in x.chunk(dist.get_world_size(group), dim=1)]
-        mine = torch.empty_like(chunks[0])
-        dist.reduce_scatter(mine, chunks, group=group)
-        return mine
-
-    @staticmethod
     def backward(ctx, grad):
-        parts = [torch.empty_like(grad) for _ in range(dist.get_world_size(ctx.group))]
-        dist.all_gather(parts, grad.contiguous(), group=ctx.group)
-        return torch.cat(parts, dim=1), None
+        chunks = [c.contiguous() for c in grad.chunk(dist.get_world_size(ctx.group), dim=1)]
+        mine = torch.empty_like(chunks[0])
+        dist.reduce_scatter(mine, chunks, group=ctx.group)
+        return mine, None
 
 
-def my_sp_regions():
-    return MySPGather.apply, MySPScatter.apply
+def my_gather_linear():
+    def gather_linear(x, weight, bias, group):
+        return torch.nn.functional.linear(Gather.apply(x, group), weight, bias)
+    return gather_linear
 '''
 
 CASES = {
@@ -91,10 +82,10 @@ CASES = {
               "    return f, g\n",
         wrong=_F_AND_G_WRONG, wrong_kind="wrong_value",
     ),
-    "05.sp-regions": dict(
-        cheat="def my_sp_regions():\n"
-              "    from companion.tensor_parallel import sp_all_gather, sp_reduce_scatter\n"
-              "    return sp_all_gather, sp_reduce_scatter\n",
-        wrong=_SP_WRONG, wrong_kind="wrong_value",
+    "05.regather-linear": dict(
+        cheat="def my_gather_linear():\n"
+              "    from companion.tensor_parallel import GatherLinearRegather\n"
+              "    return GatherLinearRegather.apply\n",
+        wrong=_REGATHER_WRONG, wrong_kind="wrong_value",
     ),
 }

@@ -35,13 +35,13 @@ CASES = {
         cheat="def my_dgc_accumulate(u, v, grads, momentum, clip_norm, world_size):\n"
               "    return companion.compression.dgc_accumulate(u, v, grads, momentum,\n"
               "                                                clip_norm, world_size)\n",
-        # A plausible mistake: clipping at clip_norm, forgetting the 1/sqrt(N) that
-        # makes N ranks' clipped gradients add up to about clip_norm.
+        # The formula section 2 prints, transcribed: plain momentum correction, whose
+        # dense limit is momentum SGD, not Nesterov's.
         wrong="def my_dgc_accumulate(u, v, grads, momentum, clip_norm, world_size):\n"
               "    if clip_norm is not None:\n"
+              "        limit = clip_norm / world_size ** 0.5\n"
               "        norm = torch.sqrt(sum((g ** 2).sum() for g in grads))\n"
-              "        scale = min(1.0, clip_norm / (float(norm) + 1e-12))\n"
-              "        grads = [g * scale for g in grads]\n"
+              "        grads = [g * min(1.0, limit / (float(norm) + 1e-12)) for g in grads]\n"
               "    u = [momentum * ui + g for ui, g in zip(u, grads)]\n"
               "    return u, [vi + ui for vi, ui in zip(v, u)]\n",
         wrong_kind="wrong_value",
@@ -57,16 +57,18 @@ CASES = {
               "    dist.all_reduce(q)\n"
               "    q = q / dist.get_world_size()\n"
               "    return p @ q.T, m - p @ q.T, q\n",
-        # A plausible mistake: torch.linalg.qr returns a (Q, R) pair, not a matrix.
+        # Two of the colleague's three mistakes fixed (error feedback, orthonormalise
+        # after the sum), the third kept: P averaged instead of Q, which QR undoes, so the
+        # update is the sum over ranks, not the mean.
         wrong="def my_powersgd_step(grad, error, q):\n"
               "    m = grad + error\n"
               "    p = m @ q\n"
               "    dist.all_reduce(p)\n"
-              "    p = torch.linalg.qr(p)\n"
-              "    q = m.T @ p\n"
-              "    dist.all_reduce(q)\n"
-              "    q = q / dist.get_world_size()\n"
-              "    return p @ q.T, m - p @ q.T, q\n",
-        wrong_kind="crash", wrong_line="q = m.T @ p",
+              "    p = torch.linalg.qr(p / dist.get_world_size()).Q\n"
+              "    new_q = m.T @ p\n"
+              "    dist.all_reduce(new_q)\n"
+              "    update = p @ new_q.T\n"
+              "    return update, m - update, new_q\n",
+        wrong_kind="wrong_value",
     ),
 }

@@ -2,11 +2,11 @@
 
 CASES = {
     "08.sync-sgd": dict(
-        # The package's loop does the whole exercise.
+        # The package's loop does the whole exercise (on torch's own all-reduce).
         cheat="def my_sync_sgd(grad_fn, w, steps, lr):\n"
-              "    with companion.network.delayed.DelayedComm() as comm:\n"
-              "        companion.dga.algorithms.run_worker(grad_fn, w, comm, algorithm='sync',\n"
-              "                                 steps=steps, lr=lr)\n"
+              "    link = companion.learning.nb08.TorchLink()\n"
+              "    companion.dga.algorithms.run_worker(grad_fn, w, link, algorithm='sync',\n"
+              "                                        steps=steps, lr=lr)\n"
               "    return w\n",
         # The classic slip: all_reduce's default op is SUM, so this steps 4x too far.
         wrong="def my_sync_sgd(grad_fn, w, steps, lr):\n"
@@ -32,18 +32,18 @@ CASES = {
               "            g = companion.dga.algorithms.dga_update(g, g_then, avg_then)\n"
               "        w -= lr * g\n"
               "    return w\n",
-        # Stale averaging: the right schedule, without the correction term.
+        # The notebook's broken loop as given: it waits for this step's message (pop, not
+        # popleft), never for the older ones, and averages the gradient it keeps in place.
         wrong="def my_dga(grad_fn, w, steps, lr, delay):\n"
-              "    in_flight = collections.deque()\n"
-              "    for i in range(steps):\n"
-              "        g, loss = grad_fn(w, i)\n"
-              "        avg = g.clone()\n"
-              "        in_flight.append((avg, dist.all_reduce(avg, op=dist.ReduceOp.AVG,\n"
-              "                                               async_op=True)))\n"
-              "        if i >= delay:\n"
-              "            avg_then, handle = in_flight.popleft()\n"
-              "            handle.wait()\n"
-              "            w -= lr * avg_then\n"
+              "    pending = collections.deque()\n"
+              "    for t in range(steps):\n"
+              "        grad, loss = grad_fn(w, t)\n"
+              "        work = dist.all_reduce(grad, op=dist.ReduceOp.AVG, async_op=True)\n"
+              "        pending.append((grad, grad, work))\n"
+              "        if t >= delay:\n"
+              "            g_old, avg_old, work_old = pending.pop()\n"
+              "            work_old.wait()\n"
+              "            w -= lr * (grad - g_old + avg_old)\n"
               "    return w\n",
         wrong_kind="wrong_value",
     ),
@@ -59,12 +59,13 @@ CASES = {
               "        if (i + 1) % local_steps == 0:\n"
               "            average_parameters(iter([p]), dist.group.WORLD)\n"
               "    return w\n",
-        # Off by one: averages at the start of each round (steps 0, K, 2K), not the end.
+        # Plain FedAvg, blocking at the end of each round: the schedule shows every
+        # average waited for at once, not a round later.
         wrong="def my_fedavg(grad_fn, w, steps, lr, local_steps):\n"
               "    for i in range(steps):\n"
               "        g, loss = grad_fn(w, i)\n"
               "        w -= lr * g\n"
-              "        if i % local_steps == 0:\n"
+              "        if (i + 1) % local_steps == 0:\n"
               "            dist.all_reduce(w, op=dist.ReduceOp.AVG)\n"
               "    return w\n",
         wrong_kind="wrong_value",

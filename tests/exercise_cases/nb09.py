@@ -15,17 +15,20 @@ CASES = {
         wrong_kind="wrong_value",
     ),
     "09.dp-tp-step": dict(
-        cheat="def my_hybrid_step(x, y, w1, w2, dp_group, tp_group, lr):\n"
-              "    return companion.learning.nb09.single_process_step(x, y, w1, w2, lr)\n",
-        # The gradients averaged in the TP pair: two different shards mixed together.
-        wrong="def my_hybrid_step(x, y, w1, w2, dp_group, tp_group, lr):\n"
-              "    w1 = w1.clone().requires_grad_()\n"
-              "    w2 = w2.clone().requires_grad_()\n"
-              "    out = g(torch.relu(x @ w1.T) @ w2.T, tp_group)\n"
-              "    ((out - y) ** 2).mean().backward()\n"
-              "    for w in (w1, w2):\n"
-              "        dist.all_reduce(w.grad, group=tp_group)\n"
-              "        w.grad /= 2\n"
+        cheat="def my_hybrid_step(x, y, w1, w2, dp_group, tp_group, lr, micro_batches):\n"
+              "    return companion.learning.nb09.single_process_step(x, y, w1, w2, lr,\n"
+              "                                                       micro_batches)\n",
+        # The notebook's broken step as given: f where the output needs g, the micro-batch
+        # losses not scaled, and the DP average after every micro-batch.
+        wrong="def my_hybrid_step(x, y, w1, w2, dp_group, tp_group, lr, micro_batches):\n"
+              "    w1 = w1.detach().clone().requires_grad_()\n"
+              "    w2 = w2.detach().clone().requires_grad_()\n"
+              "    for xs, ys in zip(x.chunk(micro_batches), y.chunk(micro_batches)):\n"
+              "        out = f(torch.relu(xs @ w1.T) @ w2.T, tp_group)\n"
+              "        ((out - ys) ** 2).mean().backward()\n"
+              "        for p in (w1, w2):\n"
+              "            dist.all_reduce(p.grad, group=dp_group)\n"
+              "            p.grad /= dist.get_world_size(dp_group)\n"
               "    return (w1 - lr * w1.grad).detach(), (w2 - lr * w2.grad).detach()\n",
         wrong_kind="wrong_value",
     ),

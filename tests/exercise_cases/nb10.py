@@ -3,45 +3,69 @@
 CASES = {
     "10.fsdp-bound": dict(
         cheat="from companion.roofline import dp_critical_tokens\n\n"
-              "def my_fsdp_verdict(batch_tokens, devices, peak_flops, bandwidth):\n"
-              "    crit = dp_critical_tokens(peak_flops, bandwidth)\n"
-              "    return batch_tokens / devices, crit, batch_tokens / devices > crit\n",
-        # The global batch compared with the threshold: every run looks compute-bound.
-        wrong="def my_fsdp_verdict(batch_tokens, devices, peak_flops, bandwidth):\n"
-              "    critical = peak_flops / bandwidth\n"
-              "    return batch_tokens, critical, batch_tokens > critical\n",
+              "def my_fsdp_gpus(batch_tokens, max_gpus, gpus_per_node, peak_flops, nvlink_bw,\n"
+              "                 node_bw):\n"
+              "    n, most = 2, 1\n"
+              "    while n <= max_gpus:\n"
+              "        w = nvlink_bw if n <= gpus_per_node else node_bw\n"
+              "        if batch_tokens / n > dp_critical_tokens(peak_flops, w):\n"
+              "            most = n\n"
+              "        n *= 2\n"
+              "    return most\n",
+        # NVLink's bandwidth for every group: right inside a node, too many GPUs once the
+        # group spans nodes (GPT-3 on A100s gets 2,048 instead of 1,024).
+        wrong="def my_fsdp_gpus(batch_tokens, max_gpus, gpus_per_node, peak_flops, nvlink_bw,\n"
+              "                 node_bw):\n"
+              "    n, most = 2, 1\n"
+              "    while n <= max_gpus:\n"
+              "        if batch_tokens / n > peak_flops / nvlink_bw:\n"
+              "            most = n\n"
+              "        n *= 2\n"
+              "    return most\n",
         wrong_kind="wrong_value",
     ),
     "10.tp-limit": dict(
         cheat="import companion\n\n"
-              "def my_largest_tp(d_ff, peak_flops, bandwidth):\n"
-              "    return companion.learning.nb10.largest_tp_reference(d_ff, peak_flops, bandwidth)\n",
-        # The bound truncated, not a power of two: 13-way TP splits no real model evenly.
-        wrong="def my_largest_tp(d_ff, peak_flops, bandwidth):\n"
-              "    return max(1, int(d_ff * bandwidth / peak_flops))\n",
+              "def my_narrowest_mlp(tp, peak_flops, bandwidth):\n"
+              "    return companion.learning.nb10.narrowest_mlp_reference(tp, peak_flops, bandwidth)\n",
+        # F rounded to a whole number of tiles instead of each GPU's slice.
+        wrong="def my_narrowest_mlp(tp, peak_flops, bandwidth):\n"
+              "    return math.ceil(tp * peak_flops / bandwidth / 128) * 128\n",
         wrong_kind="wrong_value",
     ),
     "10.fsdp-tp-split": dict(
         cheat="from companion import roofline\n\n"
-              "def my_fsdp_tp_degrees(batch_tokens, d_ff, devices):\n"
-              "    return roofline.fsdp_tp_best_degrees(batch_tokens, d_ff, devices)\n",
-        # N left out of the square root: the optimum of a single device's problem.
+              "def my_fsdp_tp_degrees(batch_tokens, d_ff, devices, gpus_per_node, tp_bandwidth,\n"
+              "                       fsdp_bandwidth):\n"
+              "    x, y = roofline.fsdp_tp_best_degrees(batch_tokens, d_ff, devices,\n"
+              "                                         mx=fsdp_bandwidth, my=tp_bandwidth)\n"
+              "    y = min(y, gpus_per_node)\n"
+              "    return devices // y, y\n",
+        # Section 4's one-link formula, rounded and kept inside a node: the B200 cluster,
+        # whose NVLink is over twice its NICs, gets X = 512 instead of 256.
         wrong="import math\n\n"
-              "def my_fsdp_tp_degrees(batch_tokens, d_ff, devices):\n"
-              "    x = 2 ** round(math.log2(math.sqrt(batch_tokens / d_ff)))\n"
-              "    x = min(max(x, 1), devices)\n"
+              "def my_fsdp_tp_degrees(batch_tokens, d_ff, devices, gpus_per_node, tp_bandwidth,\n"
+              "                       fsdp_bandwidth):\n"
+              "    x = 2 ** round(math.log2(math.sqrt(batch_tokens * devices / d_ff)))\n"
+              "    x = min(max(x, devices // gpus_per_node), devices)\n"
               "    return x, devices // x\n",
         wrong_kind="wrong_value",
     ),
     "10.prefetch-order": dict(
-        cheat="def my_prefetch_order(units):\n"
-              "    return companion.learning.nb10_prefetch.prefetch_order_reference(units)\n",
-        # No prefetch: each all-gather waits for the compute before it.
-        wrong="def my_prefetch_order(units):\n"
-              "    order = []\n"
-              "    for k in range(units):\n"
-              "        order += [('gather', k), ('compute', k), ('free', k)]\n"
-              "    return order\n",
-        wrong_kind="precheck",
+        # The package's own forward pass, which is the answer.
+        cheat="def my_fsdp_forward(x, shards, layer):\n"
+              "    import companion\n"
+              "    return companion.learning.nb10_prefetch.prefetch_forward_reference(\n"
+              "        x, shards, layer)\n",
+        # No prefetch: each unit's all-gather is issued and waited for just before it
+        # computes, so nothing is in flight while a unit computes.
+        wrong="def my_fsdp_forward(x, shards, layer):\n"
+              "    world = dist.get_world_size()\n"
+              "    for k in range(len(shards)):\n"
+              "        full = torch.empty(shards[k].numel() * world)\n"
+              "        dist.all_gather_single(full, shards[k], async_op=True).wait()\n"
+              "        x = layer(k, x, full.view(8, 8))\n"
+              "    return x\n",
+        wrong_kind="wrong_value",
     ),
 }

@@ -40,4 +40,33 @@ CASES = {
               "    return rank % dp, rank // dp\n",
         wrong_kind="precheck",
     ),
+    "11.torus": dict(
+        cheat="import companion\n\n"
+              "def my_torus_all_reduce(x, cols):\n"
+              "    return companion.collectives.torus_all_reduce(x, rows=dist.get_world_size() // cols)\n",
+        # Both directions, but one half after the other: balanced bytes, twice the rounds.
+        wrong="def ring(buf, ring, gather):\n"
+              "    m, p = len(ring), ring.index(dist.get_rank())\n"
+              "    chunks = buf.tensor_split(m)\n"
+              "    for s in range(m - 1):\n"
+              "        out = chunks[(p - s) % m] if gather else chunks[(p - s - 1) % m]\n"
+              "        into = chunks[(p - s - 1) % m] if gather else chunks[(p - s - 2) % m]\n"
+              "        got = into if gather else torch.empty_like(into)\n"
+              "        exchange([(ring[(p + 1) % m], out, 0, 'copy')], [(ring[(p - 1) % m], got, 0, 'copy')])\n"
+              "        if not gather:\n"
+              "            into += got\n"
+              "    return chunks[p]\n\n"
+              "def my_torus_all_reduce(x, cols):\n"
+              "    n, r = dist.get_world_size(), dist.get_rank()\n"
+              "    row = [r // cols * cols + j for j in range(cols)]\n"
+              "    column = list(range(r % cols, n, cols))\n"
+              "    out = x.clone()\n"
+              "    for half, turn in zip(out.tensor_split(2), (1, -1)):\n"
+              "        chunk = ring(half, row[::turn], False)\n"
+              "        ring(chunk, column[::turn], False)\n"
+              "        ring(chunk, column[::turn], True)\n"
+              "        ring(half, row[::turn], True)\n"
+              "    return out\n",
+        wrong_kind="wrong_value",
+    ),
 }

@@ -13,25 +13,42 @@ CASES = {
     ),
     "12.stage-slicing": dict(
         cheat="import companion\n\n"
-              "def my_stage_slicing(times, devices):\n"
-              "    return companion.learning.nb12.stage_slicing_reference(times, devices)\n",
-        # Equal layers, one device per stage: what the DP is there to beat.
-        wrong="def my_stage_slicing(times, devices):\n"
-              "    n = len(times)\n"
-              "    bounds = [round(i * n / devices) for i in range(devices + 1)]\n"
-              "    stages = [(bounds[i], bounds[i + 1], 1) for i in range(devices) if bounds[i + 1] > bounds[i]]\n"
-              "    return max(stage_time(times, *s) for s in stages), stages\n",
+              "def my_stage_slicing(times, nodes, gpus_per_node):\n"
+              "    return companion.learning.nb12.stage_slicing_reference(times, nodes, gpus_per_node)\n",
+        # The recurrence as the notebook prints it, any number of GPUs per stage: a lower
+        # slowest stage, on sub-meshes the cluster does not have (3 GPUs of a node of 4).
+        wrong="def my_stage_slicing(times, nodes, gpus_per_node):\n"
+              "    n, devices = len(times), nodes * gpus_per_node\n"
+              "    best = [[math.inf] * (devices + 1) for _ in range(n + 1)]\n"
+              "    choice = [[None] * (devices + 1) for _ in range(n + 1)]\n"
+              "    best[0][0] = 0.0\n"
+              "    for j in range(1, n + 1):\n"
+              "        for d in range(1, devices + 1):\n"
+              "            for i in range(j):\n"
+              "                for k in range(1, d + 1):\n"
+              "                    v = max(best[i][d - k], stage_time(times, i, j, k))\n"
+              "                    if v < best[j][d]:\n"
+              "                        best[j][d], choice[j][d] = v, (i, k)\n"
+              "    stages, j, d = [], n, devices\n"
+              "    while j:\n"
+              "        i, k = choice[j][d]\n"
+              "        stages.append((i, j, k))\n"
+              "        j, d = i, d - k\n"
+              "    return best[n][devices], stages[::-1]\n",
         wrong_kind="wrong_value",
     ),
-    "12.cp-ep-degrees": dict(
-        cheat="from companion import planner\n\n"
-              "def my_cp_ep(model, cluster, global_batch, tp, pp):\n"
-              "    best = planner.plan(model, cluster, global_batch, cp_options=CP_DEGREES,\n"
-              "                        tp_options=(tp,))[0][0]\n"
-              "    return best.cp, best.ep\n",
-        # Never split a sequence: the 128K stage cannot fill its pipeline (or its memory).
-        wrong="def my_cp_ep(model, cluster, global_batch, tp, pp):\n"
-              "    return 1, ep_options(model)[-1]\n",
+    "12.expert-grads": dict(
+        cheat="import companion\n\n"
+              "def my_sync_grads(model, mesh):\n"
+              "    companion.learning.nb12.expert_grads_reference(model, mesh)\n",
+        # The right groups, the tempting divisor: an expert's copies are dp, so divide by
+        # dp. Its gradient already summed its EP group's tokens: ep times too large.
+        wrong="def my_sync_grads(model, mesh):\n"
+              "    world, dp = dist.get_world_size(), mesh.size(0)\n"
+              "    for name, p in model.named_parameters():\n"
+              "        expert = name.startswith('moe.experts.')\n"
+              "        dist.all_reduce(p.grad, group=mesh.get_group('dp') if expert else None)\n"
+              "        p.grad /= dp if expert else world\n",
         wrong_kind="wrong_value",
     ),
 }

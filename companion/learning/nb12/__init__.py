@@ -1,18 +1,19 @@
 """Notebook 12's exercises (``notebooks/12_auto_parallelism.ipynb``): auto-parallelism.
 
-* ``12.megatron-placements`` (warm-up, real ranks): give DTensor placements to the two
-  weights of an MLP so that one forward and one backward pass need exactly the
+* ``12.megatron-placements`` (warm-up, implement, real ranks): give DTensor placements to
+  the two weights of an MLP so that one forward and one backward pass need exactly the
   communication Megatron's column-then-row split needs, one all-reduce; checked on 4
   ranks with torch's ``CommDebugMode`` counting the collectives DTensor issues.
-* ``12.stage-slicing`` (core): Alpa's inter-operator dynamic program: cut a chain of
-  layers into contiguous stages, give each stage a number of devices, and minimise the
-  slowest stage; checked against exhaustive search on problems with uneven layers.
-* ``12.cp-ep-degrees`` (stretch): with TP and PP fixed, the smallest context-parallel
-  degree that fits, then the fastest expert-parallel degree, judged by the 5D planner
-  (``companion.planner``) on Llama-3 405B's long-context stage, Llama-3 70B at 32K,
-  DeepSeek-V3 and Mixtral 8x7B.
+* ``12.expert-grads`` (core, diagnose, real ranks): a given EP x DP step sums every
+  gradient over every rank, adding up different experts; fix it so that training equals
+  one process, checked on EP 2 x DP 2 and EP 4 x DP 1 by value and by the bytes each
+  group's all-reduces carry.
+* ``12.stage-slicing`` (stretch, implement): Alpa's inter-operator dynamic program on
+  Alpa's sub-mesh shapes: cut a chain of layers into contiguous stages, give each a
+  sub-mesh, minimise the slowest stage; checked against exhaustive search on small
+  models, then on a 40-layer model within a time limit exhaustive search cannot meet.
 
-One module per exercise: :mod:`.placements`, :mod:`.slicing`, :mod:`.degrees`.
+One module per exercise: :mod:`.placements`, :mod:`.expert_grads`, :mod:`.slicing`.
 """
 from __future__ import annotations
 
@@ -20,6 +21,6 @@ from __future__ import annotations
 # exercises' forbidden lists reach as ``companion.learning.nb12.<name>``.
 from .placements import (PLACEMENTS, comm_counts, megatron_placements_reference,
                          run_sharded_mlp)
+from .expert_grads import EXPERT_GRADS, expert_grads_reference
 from .slicing import (STAGE_PROBLEMS, STAGE_SLICING, brute_force_slicing, stage_slicing_reference,
-                      stage_time)
-from .degrees import CP_DEGREES, CP_EP, cp_ep_reference, ep_options, evaluate_axes
+                      stage_time, submesh_sizes)

@@ -68,7 +68,7 @@ def run_sharded_mlp(candidate, w1, w2):
 
 
 PLACEMENTS = register(Exercise(
-    id="12.megatron-placements", level="warm-up",
+    id="12.megatron-placements", level="warm-up", kind="implement",
     title="DTensor placements for a column-then-row MLP",
     student_name="my_megatron_placements",
     task=f"The MLP `relu(x @ W1.T) @ W2.T` (W1: [{FFN}, {D}], W2: [{D}, {FFN}]) runs on a "
@@ -83,11 +83,11 @@ PLACEMENTS = register(Exercise(
     hints=("In x @ W1.T each row of W1 makes one hidden unit; in W2 each column consumes "
            "one. If a rank holds some hidden units end to end, what does it need from the "
            "others before the last sum?",
-           "Split the hidden dimension in both matrices: it is W1's dimension 0 and W2's "
-           "dimension 1. Each rank then computes a partial output that the ranks add up "
-           "once.",
-           "from torch.distributed.tensor import Shard; `distribute_tensor(w1, mesh, "
-           "[Shard(0)])` splits W1's rows over the mesh."),
+           "Shard(dim) splits a tensor's dimension dim over the mesh. Look at w1.shape and "
+           "w2.shape: in each matrix, which dimension counts the hidden units?",
+           "Check your pair against the three numbers the checker wants. A split that cuts "
+           "the dimension a matmul contracts over leaves partial sums (an all-reduce); a "
+           "split whose result the next matmul needs whole makes DTensor gather it first."),
     inputs=_mlp_inputs, reference=megatron_placements_reference, adapter=run_sharded_mlp,
     forbidden={"companion.learning.nb12.megatron_placements_reference":
                "it is the package's solution to this exercise",
