@@ -17,7 +17,6 @@ import glob
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -303,24 +302,3 @@ def test_an_exercise_with_a_precheck_calls_the_function_only_in_its_ranks():
     verdict = ex.check(Submitted(ex.student_name, cloudpickle.dumps(_solution(ex.id))),
                        quiet=True)
     assert verdict.kind == "passed", verdict.message
-
-
-@pytest.mark.ci   # a run of the real notebook 00 and its checks: about a minute on 2 cores
-@pytest.mark.timeout(900)
-def test_the_real_student_edition_of_notebook_00(tmp_path):
-    # the blank edition's "not implemented" is the five students' test; this one grades the
-    # real release, filled in
-    released = tmp_path / "student"
-    subprocess.run([sys.executable, "-m", "companion.tools.release", str(NOTEBOOKS),
-                    str(released)], check=True, capture_output=True, timeout=120)
-    blank = nbformat.read(released / NB00.name, as_version=4)
-    solved = copy.deepcopy(blank)
-    course = {c.id: c.source for c in nbformat.read(NB00, as_version=4).cells}
-    for cell in solved.cells:
-        if is_solution_cell(cell):
-            cell.source = course[cell.id]   # the student filled the cell in
-    (tmp_path / "submissions" / "solved").mkdir(parents=True)
-    nbformat.write(solved, tmp_path / "submissions" / "solved" / NB00.name)
-    rows = grade(tmp_path / "submissions", tmp_path / "grades.csv", progress=None)
-    assert {(r.student, r.exercise): r.kind for r in rows} == {
-        ("solved", ex.id): "passed" for ex in EXERCISES_00}

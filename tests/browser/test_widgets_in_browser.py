@@ -104,7 +104,13 @@ def _save(name: str, record: dict):
     (ARTIFACTS / f"{name}.json").write_text(json.dumps(record, indent=1))
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+# Notebooks 00 and 02 show prediction boxes only: the student's walk through notebook 00
+# (test_learning_in_browser, and its Chinese edition) and every other notebook here operate
+# that widget, and nbval runs both notebooks. Leaving them out keeps CI within its budget.
+IN_LAB = [nb for nb in NOTEBOOKS if nb.name[:2] not in ("00", "02")]
+
+
+@pytest.mark.parametrize("notebook", IN_LAB, ids=lambda p: p.stem)
 def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, browser):
     page = _new_page(browser)
     name, times = f"lab-{notebook.stem}", {}
@@ -135,11 +141,11 @@ def test_notebook_runs_in_jupyterlab_and_its_widgets_respond(notebook, lab, brow
 
 # A page stuck at "Executing N of M" in Voila came from widgets drawing with
 # `with output:`; tests/test_widgets_voila.py checks the cause for every widget without a
-# browser, and the JupyterLab test above operates every widget of every notebook. Voila
+# browser, and the JupyterLab test above operates every kind of widget. Voila
 # renders the same widgets through the same code, so it presents three notebooks: a
 # Play-driven replay (01), sliders and a prediction box (03), and the topology
 # player (11). Each Voila run re-executes its notebook, so every notebook would add minutes
-# to CI and no kind of widget; the JupyterLab test operates every widget of every notebook.
+# to CI and no kind of widget; the JupyterLab test operates every kind of widget.
 VOILA_SAMPLE = ("01", "03", "11")
 
 
