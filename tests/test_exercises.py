@@ -1,4 +1,5 @@
-"""Every exercise of every notebook, attempted four ways on real ranks.
+"""Every exercise of every notebook, attempted four ways on real ranks ((c) and (d) run
+under CI: ``ci``-marked).
 
 For each registered exercise:
 (a) the solution in its notebook (the nbgrader solution cell) passes;
@@ -96,10 +97,9 @@ def test_first_hint_is_not_the_answer(ex_id):
 
 
 @pytest.mark.parametrize("ex_id", sorted(EXERCISES))
-def test_exercise_four_ways(ex_id, tmp_path):
+def test_exercise_solution_passes_and_stub_is_not_implemented(ex_id, tmp_path):
     ex = exercise(ex_id)
     _, solution = SOLUTIONS[ex_id]
-    c = cases(ex_id)
 
     fn, _ = attempt(tmp_path, ex, solution, "solution")
     verdict = ex.check(fn)
@@ -109,6 +109,15 @@ def test_exercise_four_ways(ex_id, tmp_path):
     verdict = ex.check(fn)
     assert verdict.kind == "not_implemented", f"(b) the stub: {verdict.kind}: {verdict.message}"
     assert "not implemented" in verdict.message
+
+
+# The refusals take as many launches again; tests/test_checker_bypass.py keeps the
+# checker's own refusals in a student's make test, and CI runs these for every exercise.
+@pytest.mark.ci
+@pytest.mark.parametrize("ex_id", sorted(EXERCISES))
+def test_exercise_refuses_its_shortcut_and_names_the_wrong_line(ex_id, tmp_path):
+    ex = exercise(ex_id)
+    c = cases(ex_id)
 
     fn, _ = attempt(tmp_path, ex, c["cheat"], "cheat")
     verdict = ex.check(fn)
