@@ -850,6 +850,8 @@ NOT_APPLICABLE = {
     "plan_breakdown_figure": "takes plans from planner.plan",
     "ranking_html": "takes plans from planner.plan",
     "Mesh": "built by planner.evaluate from a configuration it has already checked",
+    "settled": "the checker's own re-read of a value it measured; takes two functions the "
+               "exercises pass",
 }
 
 

@@ -7,7 +7,6 @@ module, so ``exercise("03.fsdp-forward")`` finds the exercise.
 """
 from __future__ import annotations
 
-import time
 import weakref
 
 import torch
@@ -15,6 +14,7 @@ import torch.distributed as dist
 
 from .exercise import Exercise, register
 from .patterns import all_of, only
+from .recording import settled
 
 # Pieces of notebook 03's exercises: companion.learning.nb03 imports them; students call
 # exercise("03.fsdp-forward").check(...), so nothing here is public API.
@@ -27,7 +27,6 @@ ALL_GATHER = ("all_gather", "all_gather_into_tensor", "all_gather_single")
 
 LAYER_SHAPES = ((6, 5), (7, 6), (3, 7))   # (out, in): 30, 42, 21 elements, none divisible by 4
 BATCH = 2
-GRACE_S = 0.25   # see Layers._alive
 
 
 def _device():
@@ -103,14 +102,9 @@ class Layers:
         """Full weights still alive, and their storages' bytes: dropped by the student (no
         reference left) or freed in place (storage resized to 0, as torch's FSDP does)
         count as gone. gloo's worker thread may hold an all-gather's output a moment
-        after the call returned, so a count above 1 is re-read for up to GRACE_S before
-        it is believed."""
-        deadline = time.monotonic() + GRACE_S
-        alive = self._alive_now()
-        while alive[0] > 1 and time.monotonic() < deadline:
-            time.sleep(0.001)
-            alive = self._alive_now()
-        return alive
+        after the call returned, so a count above 1 is re-read for a moment before it is
+        believed."""
+        return settled(self._alive_now, lambda alive: alive[0] <= 1)
 
     def __call__(self, i: int, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if not 0 <= i < len(self.shapes):

@@ -21,6 +21,8 @@ from unittest import mock
 import torch
 import torch.distributed as dist
 
+from .recording import settled
+
 # Pieces of notebook 10's exercise: companion.learning.nb10 imports them; students call
 # exercise("10.prefetch-order").check(...), so nothing here is public API.
 __all__: list[str] = []
@@ -89,10 +91,10 @@ def observe_forward(candidate, x, shards):
 
     def issued(name, outputs, shard, *args, **kwargs):
         work = originals[name](*args, **kwargs)
-        unit_of[id(work)] = unit(shard)
+        unit_of[id(work)] = k = unit(shard)
         for out in outputs:   # weakly: only the student's references keep them alive
             base = out if out._base is None else out._base
-            alive.append((weakref.ref(base), base.numel() * base.element_size()))
+            alive.append((weakref.ref(base), base.numel() * base.element_size(), k))
         return work
 
     def all_gather_single(group, output, shard, *rest, **kwargs):
@@ -108,10 +110,18 @@ def observe_forward(candidate, x, shards):
         waited.add(unit_of.get(id(work)))
         return _WORK_WAIT(work, *args, **kwargs)
 
+    def held(k):
+        """The live gathered weights; a unit waited for, and not the one computing, may
+        still be held by gloo's worker thread, so it is looked at again (``settled``)."""
+        def read():
+            return {id(r()): (n, u) for r, n, u in alive if r() is not None}
+        live = settled(read, lambda got: not any(u in waited and u != k
+                                                  for _n, u in got.values()))
+        return sum(n for n, _u in live.values())
+
     def observed_layer(k, x_, weight):
         in_flight = {u for u in unit_of.values() if u is not None and u not in waited}
-        held = {id(r()): n for r, n in alive if r() is not None}
-        seen.append((k, in_flight, k in waited, sum(held.values())))
+        seen.append((k, in_flight, k in waited, held(k)))
         return layer(k, x_, weight)
 
     with mock.patch.object(group_type, "all_gather_single", all_gather_single), \
