@@ -1,4 +1,5 @@
-"""The 3D-parallelism planner: memory from companion.data_parallel.memory, right reasons, sane ranking."""
+"""The 3D-parallelism planner: states from companion.data_parallel.memory, activations from
+planner.memory_model, right reasons, sane ranking."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,6 +9,7 @@ import pytest
 
 from companion.data_parallel import memory
 from companion.pipeline import bubble_fraction
+from companion.planner import memory_model
 from companion.planner import (CLUSTERS, MODELS, ClusterSpec, ModelSpec, evaluate, group_collective_time,
                               group_layout, plan, pp_link)
 
@@ -31,10 +33,11 @@ def test_model_state_memory_is_companion_memory_of_the_local_shard():
     expected = memory.zero_memory_per_gpu(local, 8, 1)
     for key in ("params", "grads", "optimizer"):
         assert p.memory[key] == expected[key]
-    per_layer = memory.activation_memory_per_layer(model.seq_len, 1, model.hidden, model.heads,
-                                                   tp=4, sequence_parallel=True,
-                                                   recompute="selective")
-    assert p.memory["activations"] == per_layer * layers * 4  # 1F1B: p micro-batches in flight
+    # What a block keeps, as Megatron-LM keeps it (the memory model fit checks against
+    # torch for torch's way); 1F1B: the first stage holds p micro-batches.
+    per_layer = memory_model.block_activation_bytes(model, model.seq_len, 1, 4, "selective",
+                                                    keeps="megatron")
+    assert p.memory["activations"] == per_layer * layers * 4
 
 
 def test_bubble_comes_from_the_pipeline_module():

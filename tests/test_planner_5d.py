@@ -22,7 +22,7 @@ import pytest
 
 from companion import cheatsheet
 
-from companion.data_parallel import memory
+from companion.planner import memory_model
 from companion.planner import (CLUSTERS, MODELS, Mesh, all_to_all_time, axis_layout, evaluate,
                                group_layout, plan)
 
@@ -71,12 +71,16 @@ def test_all_to_all_time_hand_computed():
 def test_context_parallel_divides_activations_and_sends_ring_bytes():
     p = evaluate(LLAMA_128K, BIG, 128, 8, 8, 16, 1, 1, "full", 4, cp=16, stage_split="llama3")
     assert p.feasible, p.reason
-    per_layer = memory.activation_memory_per_layer(131072 // 16, 1, LLAMA.hidden, LLAMA.heads,
-                                                   tp=8, sequence_parallel=True,
-                                                   recompute="full")
+    # Full recomputation keeps each block's input, a sequence shard: CP and TP divide it.
+    per_layer = memory_model.block_activation_bytes(LLAMA, 131072 // 16, 1, 8, "full",
+                                                    keeps="megatron")
+    assert per_layer == 2 * (131072 // 16) * LLAMA.hidden / 8
     first = 16 * (1 + 15 / 64)
-    assert p.memory["activations"] == pytest.approx(per_layer * max(
-        n * first for n in LLAMA.stage_layers(16, "llama3")))
+    loss = sum(memory_model.loss_bytes(131072 // 16, memory_model.padded_vocab(LLAMA, 8), 8,
+                                       keeps="megatron").values())
+    counts = LLAMA.stage_layers(16, "llama3")
+    assert p.memory["activations"] == pytest.approx(max(
+        n * first * per_layer + (loss if s == 15 else 0) for s, n in enumerate(counts)))
     kv = LLAMA.kv_dim // 8   # one KV head per TP rank
     one_layer = 2 * cheatsheet.attention_bytes("ring", 1, 131072, kv, 16) + \
         cheatsheet.attention_bytes("ring", 1, 131072, kv, 16, phase="backward")

@@ -31,6 +31,7 @@ class ClusterSpec:
     inter_bw_gbps: float        # InfiniBand / RoCE, per GPU
     intra_latency_us: float = 3.0
     inter_latency_us: float = 10.0
+    hbm_gbps: float | None = None   # HBM bandwidth; only attention="materialized" needs it
 
     def __post_init__(self):
         for field in ("gpus_per_node", "nodes"):
@@ -52,7 +53,8 @@ class ClusterSpec:
         a = hardware.H800 if chip == "H800" else hardware.accelerator(chip)
         fields = dict(gpus_per_node=a.per_node, nodes=nodes, gpu_memory_gb=a.hbm.value / 1e9,
                       peak_tflops=a.flops / 1e12, intra_bw_gbps=a.scale_up.value / 1e9,
-                      inter_bw_gbps=a.scale_out.value / 1e9)
+                      inter_bw_gbps=a.scale_out.value / 1e9,
+                      hbm_gbps=a.hbm_bandwidth.value / 1e9)
         return cls(name, **{**fields, **overrides})
 
     @property

@@ -2,7 +2,8 @@
 
 Taught in notebook 09. The pieces come from the earlier notebooks:
 model-state memory from ``companion.data_parallel.memory.zero_memory_per_gpu`` (notebook 03),
-activations from ``companion.data_parallel.memory.activation_memory_per_layer`` (Korthikanti et al.),
+activations from ``planner.memory_model`` (what each block keeps, Megatron-LM's way, as
+torch's tracker checks it for torch's way),
 the pipeline bubble from ``companion.pipeline.bubble_fraction`` (notebook 04), and the
 time of each collective from the alpha-beta model of notebook 02.
 
@@ -17,7 +18,9 @@ Simplifications, stated so they can be argued with: every layer costs the same; 
 busiest pipeline stage holds ceil(layers / pp) layers plus the larger embedding matrix;
 TP and PP communication sit on the critical path; DP communication overlaps the
 backward pass (the whole step for ZeRO-3) and only what does not fit is exposed; a
-fixed ``kernel_efficiency`` turns peak FLOP/s into achieved FLOP/s.
+fixed ``kernel_efficiency`` turns peak FLOP/s into achieved FLOP/s, and with
+``attention="materialized"`` the attention scores' HBM traffic is added to the compute.
+``planner.published`` checks the result against measured runs (notebook 12).
 """
 from __future__ import annotations
 
@@ -26,9 +29,11 @@ import math
 
 from ..data_parallel import memory
 from ..pipeline import bubble_fraction
+from . import memory_model
 from .axes import Mesh, in_flight
 from .cluster_spec import ClusterSpec
 from .comm import comm_bytes_per_step
+from .compute import compute_time, score_traffic_time
 from .feasibility import check_config, structural_reason
 from .links import collective_time, group_collective_time, layout_collective_time, pp_link
 from .specs import ModelSpec
@@ -82,7 +87,8 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
              pp: int, zero: int = 1, micro_batch: int = 1, recompute: str = "selective",
              chunks: int = 1, kernel_efficiency: float = 0.6, reserve_gb: float = 2.0, *,
              cp: int = 1, ep: int = 1, etp: int | None = None, schedule: str = "1f1b",
-             stage_split: str | None = None) -> Plan:
+             stage_split: str | None = None, enforce_memory: bool = True,
+             attention: str = "fused") -> Plan:
     """Memory per GPU, step time and MFU of one configuration; ``plan.reason`` says why
     it cannot run (empty when it can). ``global_batch`` is in sequences.
 
@@ -91,14 +97,24 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     expert-parallel ranks and ``etp`` the experts' TP degree (default: ``tp``) for a MoE
     model, taken from the ``TP x CP x DP`` ranks of a stage (``planner.axes``);
     ``schedule`` ``"1f1b"`` (with ``chunks`` > 1: interleaved) or ``"dualpipev"``
-    (DeepSeek's, which hides the experts' all-to-all behind the paired micro-batch's
-    compute); ``stage_split`` ``None`` (compute averaged over stages, memory at the
+    (Sea AI Lab's V-shaped cut of the DualPipe DeepSeek-V3 trained with: the same bubble
+    and the same hiding of the experts' all-to-all behind the paired micro-batch's
+    compute, on one copy of the parameters where DualPipe keeps two); ``stage_split`` ``None`` (compute averaged over stages, memory at the
     largest) or ``"llama3"`` (one block fewer on the first and last stages, which hold
-    the embedding and head; time at the slowest stage).
+    the embedding and head; time at the slowest stage). ``enforce_memory=False`` times
+    a layout even where the memory model says it does not fit (how
+    ``planner.published`` times the layouts papers report running; ``plan.memory``
+    still says what the model predicts). ``attention`` ``"fused"`` (FlashAttention's
+    kernels: the scores never reach HBM) or ``"materialized"`` (Megatron-LM before
+    FlashAttention: each head's s x s scores are written and read, at HBM speed; see
+    ``planner.compute.SCORE_BYTES``).
     """
     etp = tp if etp is None else etp
     check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
-                 kernel_efficiency, reserve_gb, cp, ep, etp, schedule, stage_split)
+                 kernel_efficiency, reserve_gb, cp, ep, etp, schedule, stage_split, attention)
+    if attention == "materialized" and not cluster.hbm_gbps:
+        raise ValueError("attention='materialized' needs the cluster's HBM bandwidth: build "
+                         "it with ClusterSpec.of or pass hbm_gbps.")
     plan = Plan(dp, tp, pp, zero, micro_batch, recompute, chunks, cp=cp, ep=ep, etp=etp,
                 schedule=schedule, stage_split=stage_split)
     plan.reason = structural_reason(model, cluster, global_batch, plan)
@@ -113,14 +129,16 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
                                cp=cp, ep=ep, etp=etp, split=stage_split)
 
     plan.memory = _memory(model, plan, mesh, counts, dense_params, expert_params, reserve_gb)
-    if plan.memory["total"] > cluster.gpu_memory_gb * 1e9:
+    if enforce_memory and plan.memory["total"] > cluster.gpu_memory_gb * 1e9:
         plan.reason = (f"out of memory: needs {plan.memory['total'] / 1e9:.1f} GB per GPU, "
                        f"the GPU has {cluster.gpu_memory_gb:g} GB")
         return plan
 
     achieved = cluster.peak_tflops * 1e12 * kernel_efficiency
     tokens = global_batch * model.seq_len
-    compute = _compute_time(model, cluster, plan, counts, tokens, achieved)
+    compute = compute_time(model, cluster, plan, counts, tokens, achieved)
+    if attention == "materialized":
+        compute += score_traffic_time(model, cluster, plan, global_batch)
     plan.tp_inter_node = tp > cluster.gpus_per_node
     times = {"compute": compute, "tp_comm": _tp_time(cluster, plan, wire, max(counts)),
              "pp_comm": _pp_time(cluster, plan, mesh, wire)}
@@ -141,36 +159,29 @@ def _memory(model, plan, mesh, counts, dense_params, expert_params, reserve_gb) 
     if expert_params:
         extra = memory.zero_memory_per_gpu(expert_params, mesh.edp, plan.zero)
         states = {k: states[k] + extra[k] for k in states}
-    per_layer = memory.activation_memory_per_layer(
-        model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, tp=plan.tp,
-        sequence_parallel=plan.tp > 1, recompute=plan.recompute)
+    # What a block keeps for backward, as Megatron-LM keeps it (planner.memory_model),
+    # with fused attention; the last stage also holds one micro-batch's logits and loss.
+    tokens, mb, tp = model.seq_len // plan.cp, plan.micro_batch, plan.tp
+    per_layer = memory_model.block_activation_bytes(model, tokens, mb, tp, plan.recompute,
+                                                    ACT_BYTES, keeps="megatron")
+    loss = sum(memory_model.loss_bytes(tokens * mb, memory_model.padded_vocab(model, tp), tp,
+                                       ACT_BYTES, keeps="megatron").values())
     # 1F1B: the first stage holds p micro-batches; interleaving adds (p-1)/(p v) of that
     # (Narayanan et al. 2021). Stage s of 1F1B holds p - s of them.
     pp, m, chunks, schedule = plan.pp, plan.microbatches, plan.chunks, plan.schedule
     first = in_flight(pp, m, chunks, schedule)
-    if plan.stage_split is None:
-        held = max(counts) * first
-    else:
-        held = max(n * (first if schedule == "dualpipev" or chunks > 1 else min(pp - s, m))
-                   for s, n in enumerate(counts))
+
+    def held(s):
+        if plan.stage_split is None:
+            return max(counts) * (first if s == 0 else min(pp - s, m))
+        return counts[s] * (first if schedule == "dualpipev" or chunks > 1 else min(pp - s, m))
+
+    activations = max(held(s) * per_layer + (loss if s == pp - 1 else 0) for s in range(pp))
     used = {"params": states["params"], "grads": states["grads"],
-            "optimizer": states["optimizer"], "activations": per_layer * held,
+            "optimizer": states["optimizer"], "activations": activations,
             "reserve": reserve_gb * 1e9}
     used["total"] = sum(used.values())
     return used
-
-
-def _compute_time(model, cluster, plan, counts, tokens, achieved) -> float:
-    # The model's FLOPs (+1 forward when everything is recomputed) over all GPUs; per
-    # stage when the stages differ (a split, or experts padded to the capacity factor).
-    recompute_factor = 4 / 3 if plan.recompute == "full" else 1.0
-    compute = model.flops_per_token() * tokens * recompute_factor / (cluster.gpus * achieved)
-    padding = (model.capacity_factor - 1) * 6.0 * model.top_k * model._mlp(model.expert_ffn or 1)
-    if plan.stage_split is not None or padding:
-        flops = [stage_flops(model, s, counts) for s in range(plan.pp)]
-        slowest = max(flops) if plan.stage_split is not None else sum(flops) / plan.pp
-        compute = slowest * tokens * recompute_factor / (cluster.gpus // plan.pp * achieved)
-    return compute
 
 
 def _tp_time(cluster, plan, wire, layers_per_stage) -> float:
@@ -276,21 +287,3 @@ def _fill_result(model, cluster, plan, times, tokens) -> None:
     plan.mfu = useful / (plan.step_time * cluster.gpus * cluster.peak_tflops * 1e12)
     plan.tokens_per_gpu_s = tokens / (plan.step_time * cluster.gpus)
     plan.model_tflops = model.flops_per_token() * plan.tokens_per_gpu_s / 1e12
-
-
-def stage_flops(model: ModelSpec, stage: int, counts: list[int]) -> float:
-    """Training FLOPs per token of one pipeline stage: its blocks (6 x active parameters
-    plus attention, a MoE block's experts padded to the capacity factor) and, on the last
-    stage, the output head (the input embedding is a lookup, no FLOPs)."""
-    first = sum(counts[:stage])
-    dense = max(0, min(counts[stage], model.dense_layers - first)) if model.is_moe else counts[stage]
-    moe = counts[stage] - dense
-    attention = 6.0 * model.seq_len * model.attention_dim
-    flops = dense * (6.0 * model.layer_params() + attention)
-    if moe:
-        split, replicated, _ = model.moe_layer_params()
-        experts = model.top_k * model.capacity_factor * model._mlp(model.expert_ffn)
-        flops += moe * (6.0 * (split + replicated + experts) + attention)
-    if stage == len(counts) - 1:
-        flops += 6.0 * model.vocab * model.hidden
-    return flops

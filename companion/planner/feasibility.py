@@ -59,7 +59,7 @@ def structural_reason(model, cluster, global_batch, plan) -> str:
 
 def check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
                  kernel_efficiency, reserve_gb, cp=1, ep=1, etp=1, schedule="1f1b",
-                 stage_split=None) -> None:
+                 stage_split=None, attention="fused") -> None:
     """Raise a ValueError naming the argument for a value that is no configuration."""
     # A configuration that merely cannot run (DP x TP x PP != GPUs, TP not dividing the
     # heads) is a Plan with a reason instead: the planner ranks those, it does not stop.
@@ -72,6 +72,7 @@ def check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
     one_of("recompute", recompute, ("none", "selective", "full"))
     one_of("schedule", schedule, ("1f1b", "dualpipev"))
     one_of("stage_split", stage_split, (None, "llama3"))
+    one_of("attention", attention, ("fused", "materialized"))
     fraction("kernel_efficiency", kernel_efficiency, "pass the share of peak FLOP/s, e.g. 0.6.")
     positive_number("reserve_gb", reserve_gb, "pass the GB kept free per GPU, e.g. 2.0.",
                     zero=True)

@@ -117,10 +117,21 @@ def padded_vocab(spec: ModelSpec, tp: int) -> int:
 
 
 def block_activation_bytes(spec: ModelSpec, tokens: int, batch: int, tp: int = 1,
-                           recompute: str = "none", element_bytes: int = 2) -> float:
-    """Bytes one block keeps for backward, per micro-batch (the module docstring's count)."""
+                           recompute: str = "none", element_bytes: int = 2,
+                           keeps: str = "torch") -> float:
+    """Bytes one block keeps for backward, per micro-batch (the module docstring's count).
+
+    ``keeps="torch"`` is torch 2.13's tensor parallelism, which ``fit`` measures;
+    ``keeps="megatron"`` is the planner's (notebooks 09 and 12), Megatron-LM's way: the
+    Q/K/V and MLP inputs are kept as sequence shards and gathered again in backward,
+    and the fused SwiGLU keeps w1's and w3's outputs and their product, 3 f/h, not 4.
+    A MoE block's MLP is the experts a token visits (top-k, padded to the capacity
+    factor) plus the shared ones; MLA's attention keeps its queries, keys and values at
+    their own widths (``attention_dim``, ``kv_dim``)."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute={recompute!r}: use one of {RECOMPUTE}.")
+    if keeps not in ("torch", "megatron"):
+        raise ValueError(f"keeps={keeps!r}: use 'torch' (what fit measures) or 'megatron'.")
     for name, value in (("tokens", tokens), ("batch", batch)):
         _degree(name, value)
     _degree("tp", tp)
@@ -128,19 +139,25 @@ def block_activation_bytes(spec: ModelSpec, tokens: int, batch: int, tp: int = 1
     sbh = tokens * batch * h
     if recompute == "full":
         return element_bytes * sbh / t
-    kv = (spec.kv_heads or spec.heads) * (h // spec.heads)
-    mlp = (4 if spec.gated_mlp else 2) * spec.ffn / h
-    split = 2 + 2 * kv / h + mlp            # Q, attention output, K, V; the MLP
-    gathered = 2 if t > 1 else 0            # Q/K/V and MLP inputs, whole under TP
+    width = spec.ffn
+    if spec.is_moe:
+        width = (spec.top_k * spec.capacity_factor + spec.shared_experts) * spec.expert_ffn
+    per_width = (3 if keeps == "megatron" else 4) if spec.gated_mlp else 2
+    mlp = per_width * width / h
+    # Q and the attention output, K and V (MLA's at their up-projected widths); the MLP
+    kv = spec.attention_dim if spec.mla else spec.kv_dim
+    split = 2 * (spec.attention_dim + kv) / h + mlp
+    gathered = (2 if keeps == "torch" else 2 / t) if t > 1 else 0
     if t == 1:
-        split += 2                          # ...which without TP are ordinary inputs
+        split += 2                          # the Q/K/V and MLP inputs, ordinary inputs
     per = element_bytes * sbh * (2 / t + gathered + split / t)
     if recompute == "none":
         per += 4 * tokens * batch * spec.heads / t     # the log-sum-exp
     return per
 
 
-def loss_bytes(tokens: int, vocab: int, tp: int = 1, element_bytes: int = 2) -> dict:
+def loss_bytes(tokens: int, vocab: int, tp: int = 1, element_bytes: int = 2,
+               keeps: str = "torch") -> dict:
     """Bytes of the logits and the cross-entropy on one rank at the loss's peak, split as
     torch's tracker splits them: ``"activations"`` (kept from forward) and
     ``"temporaries"`` (backward's), for ``tokens`` tokens of a ``vocab`` vocabulary.
@@ -152,11 +169,17 @@ def loss_bytes(tokens: int, vocab: int, tp: int = 1, element_bytes: int = 2) -> 
     exponentials in fp32 and the result (e); in backward the logits and the log-softmax
     (e each) meet an fp32 tensor of the WHOLE vocabulary per token (4 t bytes per local
     logit), which is why its cost grows with t. Whichever phase is larger is the peak.
+
+    ``keeps="megatron"`` (the planner's): Megatron-LM's vocabulary-parallel cross-entropy
+    turns an fp32 copy of the local logits into the softmax in place and keeps it (4),
+    and its backward returns that tensor as the gradient, cast back to e bytes.
     """
     for name, value in (("tokens", tokens), ("vocab", vocab), ("tp", tp)):
         _degree(name, value)
     e, t = element_bytes, tp
     local = tokens * vocab / t
+    if keeps == "megatron":
+        return {"activations": 4 * local, "temporaries": e * local}
     if t == 1:
         return {"activations": (e + 4) * local, "temporaries": 8 * local}
     forward = (4 if e == 2 else 0) + 8 + e
