@@ -44,7 +44,7 @@ from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
 from companion import planner as PL
-from companion.planner import decoder as PDEC, fit as PFIT, memory_model as PMM
+from companion.planner import decoder as PDEC, fit as PFIT, memory_model as PMM, published as PPUB
 from companion.planner import torch_memory as PTM
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
@@ -492,6 +492,11 @@ CASES = [
     Case("evaluate/cp-zero", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"cp": 0}, ValueError, r"\bcp\b"),
     Case("evaluate/schedule", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"schedule": "dualpipe"}, ValueError, "schedule"),
     Case("evaluate/stage_split", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"stage_split": "even"}, ValueError, "stage_split"),
+    Case("evaluate/attention", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"attention": "flash"}, ValueError, "attention"),
+    Case("torch_ddp_buckets/steps", companion.launch, (OV.torch_ddp_buckets,), {"steps": 0, "world_size": 2}, ValueError, r"\bsteps\b"),
+    Case("predict/not-a-run", PPUB.predict, ("Llama 3",), {}, TypeError, r"\brun\b"),
+    Case("megatron_flops/batch", PPUB.megatron_flops, (LLAMA, 0), {}, ValueError, r"\bbatch\b"),
+    Case("block_activation_bytes/keeps", PMM.block_activation_bytes, (LLAMA, 2048, 1), {"keeps": "deepspeed"}, ValueError, "keeps"),
     Case("plan/cp_options-empty", PL.plan, (LLAMA, CLUSTER, 64), {"cp_options": ()}, ValueError, "cp_options"),
     Case("axis_layout/gpus_per_node", PL.axis_layout, (0, [2, 4], [True, False]), {}, ValueError, "gpus_per_node"),
     Case("all_to_all_time/nbytes", PL.all_to_all_time, (-1.0, CLUSTER, 8, 1), {}, ValueError, "nbytes"),
@@ -850,6 +855,10 @@ NOT_APPLICABLE = {
     "plan_breakdown_figure": "takes plans from planner.plan",
     "ranking_html": "takes plans from planner.plan",
     "Mesh": "built by planner.evaluate from a configuration it has already checked",
+    "compute_time": "called by planner.evaluate with a plan it has checked",
+    "score_traffic_time": "called by planner.evaluate with a plan it has checked",
+    "stage_flops": "called by planner.evaluate with stage counts it has built",
+    "Run": "a published run's record: planner.published states every one, predict checks it",
     "settled": "the checker's own re-read of a value it measured; takes two functions the "
                "exercises pass",
 }

@@ -12,7 +12,7 @@ and the Ultra-Scale Playbook's appendix on overlap.
 * :mod:`.plot`: those timelines drawn per rank (:func:`draw_overlap`), and the exposure
   that counts when ranks share cores (:func:`slowest_rank_exposed`).
 """
-from .runs import measure_overlap, mlp_flops
+from .runs import measure_overlap, mlp_flops, torch_ddp_buckets
 from .crossover import crossover_batch, measure_crossover, predicted_crossover
 from .plot import draw_overlap, slowest_rank_exposed
 from .timeline import merge_spans, overlap_length, span_length, step_timeline
@@ -20,4 +20,4 @@ from .timeline import merge_spans, overlap_length, span_length, step_timeline
 __all__ = ["measure_overlap", "measure_crossover",
            "predicted_crossover", "crossover_batch", "mlp_flops", "step_timeline",
            "merge_spans", "span_length", "overlap_length", "draw_overlap",
-           "slowest_rank_exposed"]
+           "slowest_rank_exposed", "torch_ddp_buckets"]

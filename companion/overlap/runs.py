@@ -41,7 +41,7 @@ from ..experiments import experiment
 from ..validation import one_of, positive_int, positive_number, preflight
 from .timeline import step_timeline
 
-__all__ = ["measure_overlap", "mlp_flops"]
+__all__ = ["measure_overlap", "mlp_flops", "torch_ddp_buckets"]
 
 NICENESS = 5  # of the computing thread; see _yield_to_communication
 SCALARS = ("step_s", "compute_s", "wait_s", "comm_s", "hidden_s", "exposed_s")
@@ -176,3 +176,40 @@ def _yield_to_communication():
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         pass
+
+
+def _check_buckets(hidden=512, depth=5, steps=3) -> None:
+    for name, value in (("hidden", hidden), ("depth", depth), ("steps", steps)):
+        positive_int(name, value, f"pass a whole number >= 1 for {name}.")
+
+
+@preflight(_check_buckets)
+def torch_ddp_buckets(hidden: int = 512, depth: int = 5, steps: int = 3) -> dict:
+    """Run inside ranks: torch's own ``DistributedDataParallel`` with its default buckets
+    on the overlap model, ``steps`` backward passes; the bucket sizes (bytes) of its
+    first step and after it rebuilt them, and the parameters of each rebuilt bucket.
+    Notebook 10 (section 6b) sets them beside this package's DDP.
+
+    The sizes come from DDP's logging data (``_get_ddp_logging_data``, private but the
+    only place torch reports its buckets); torch rebuilds the buckets once, in the order
+    the gradients became ready, after its first step."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ..models import TinyMLP
+
+    _check_buckets(hidden, depth, steps)
+    torch.manual_seed(0)
+    model = TinyMLP(IN_FEATURES, hidden, IN_FEATURES, depth=depth)
+    names = [n for n, _ in model.named_parameters()]
+    ddp = DistributedDataParallel(model)
+    first = None
+    for _ in range(steps):
+        ddp(torch.randn(8, IN_FEATURES)).sum().backward()
+        data = ddp._get_ddp_logging_data()
+        first = first or [int(b) for b in str(data["bucket_sizes"]).split(",")]
+    rebuilt = data.get("rebuilt_bucket_sizes")
+    groups = str(data.get("rebuilt_per_bucket_param_indices", "")).split(",")
+    return {"first_step": first,
+            "rebuilt": [int(b) for b in str(rebuilt).split(",")] if rebuilt else None,
+            "rebuilt_params": [[names[int(i)] for i in g.split()] for g in groups if g.strip()]}
+
