@@ -13,11 +13,14 @@ with two model chunks per rank (by default), so every rank holds two slices of t
 * **ZB-V** (same paper, section 6): the V placement, rank ``s`` holds virtual stages
   ``s`` and ``2p-1-s``, so the first and the last piece of the model share rank 0, and
   W fills the warm-up and cool-down;
-* **DualPipeV** (the V-shaped "cut in half" DualPipe of DeepSeek-V3,
-  https://arxiv.org/abs/2412.19437): the same V placement; in the steady state each
-  slot pairs one micro-batch's forward on one chunk with another micro-batch's full
-  backward on the other chunk, which DeepSeek runs concurrently so that one's
-  communication hides under the other's compute.
+* **DualPipeV** (Sea AI Lab's "cut-in-half" of DualPipe, which DeepSeek-V3 trained
+  with, https://arxiv.org/abs/2412.19437 §3.2.1; the deepseek-ai/DualPipe README
+  credits the V to them): the same V placement; in the steady state each slot pairs one
+  micro-batch's forward on one chunk with another micro-batch's full backward on the
+  other chunk, which DualPipe's kernels run concurrently so that one's communication
+  hides under the other's compute. DualPipe itself feeds micro-batches from both ends
+  and keeps two copies of each stage's parameters; the V folds it onto half the
+  devices, each holding two stages, with the same bubble and one copy.
 
 The op orders follow torch 2.13's ``torch.distributed.pipelining`` schedules of the same
 names (``ScheduleLoopedBFS``, ``ScheduleInterleavedZeroBubble``, ``ScheduleZBVZeroBubble``,
