@@ -1,8 +1,10 @@
-"""Every exercise of every notebook, attempted four ways on real ranks ((c) and (d) run
-under CI: ``ci``-marked).
+"""Every exercise of every notebook, attempted four ways on real ranks ((a), (c) and (d)
+run under CI: ``ci``-marked; in a student's make test the notebook itself checks its
+solutions on real ranks and asserts they pass, which a test here holds).
 
 For each registered exercise:
-(a) the solution in its notebook (the nbgrader solution cell) passes;
+(a) the solution in its notebook (the nbgrader solution cell), read from a file as the
+    grader reads a submission, passes;
 (b) the student's stub (that cell after ``make student``) fails as "not implemented";
 (c) a solution that calls the package's reference or a forbidden built-in fails, saying so;
 (d) a deliberately wrong answer fails with feedback naming the student's own line.
@@ -96,19 +98,39 @@ def test_first_hint_is_not_the_answer(ex_id):
     assert len(ex.hints) >= 2
 
 
+def test_every_notebook_checks_its_exercises_solutions_and_asserts_they_pass():
+    """A student's make test runs every notebook, whose solution cells are checked on real
+    ranks and asserted in its self-check: that is where the solutions pass in make test
+    (the same solutions attempted from a file, as the grader reads them, run under CI)."""
+    for ex_id in EXERCISES:
+        notebook = next(p for p in NOTEBOOKS if p.name[:2] == ex_id[:2])
+        code = "\n".join("".join(c["source"]) for c in _cells(notebook)
+                         if c["cell_type"] == "code")
+        found = re.search(r"(\w+)\s*=\s*exercise\(\"" + re.escape(ex_id) + r"\"\)", code)
+        assert found, f"{notebook.name} never builds exercise({ex_id!r})"
+        var = re.escape(found.group(1))
+        assert re.search(var + r"\.check\(", code), f"{notebook.name} never checks {ex_id}"
+        assert re.search(var + r"\.passed", code), f"{notebook.name} never asserts {ex_id} passed"
+
+
 @pytest.mark.parametrize("ex_id", sorted(EXERCISES))
-def test_exercise_solution_passes_and_stub_is_not_implemented(ex_id, tmp_path):
+def test_exercise_stub_is_not_implemented(ex_id, tmp_path):
     ex = exercise(ex_id)
     _, solution = SOLUTIONS[ex_id]
-
-    fn, _ = attempt(tmp_path, ex, solution, "solution")
-    verdict = ex.check(fn)
-    assert verdict, f"(a) the notebook's solution fails: {verdict.message}"
-
     fn, _ = attempt(tmp_path, ex, clear_solution(solution), "stub")
     verdict = ex.check(fn)
     assert verdict.kind == "not_implemented", f"(b) the stub: {verdict.kind}: {verdict.message}"
     assert "not implemented" in verdict.message
+
+
+@pytest.mark.ci
+@pytest.mark.parametrize("ex_id", sorted(EXERCISES))
+def test_exercise_solution_passes_from_a_file(ex_id, tmp_path):
+    ex = exercise(ex_id)
+    _, solution = SOLUTIONS[ex_id]
+    fn, _ = attempt(tmp_path, ex, solution, "solution")
+    verdict = ex.check(fn)
+    assert verdict, f"(a) the notebook's solution fails: {verdict.message}"
 
 
 # The refusals take as many launches again; tests/test_checker_bypass.py keeps the
