@@ -15,7 +15,7 @@ algorithm                   rounds (steps)              bytes sent by the busies
 ==========================  ==========================  ================================
 parameter server            2                           (N-1) n   (the server)
 naive                       1                           (N-1) n   (every rank)
-binary tree                 2 ceil(log2 N)              ceil(log2 N) n   (the root)
+binomial tree               2 ceil(log2 N)              ceil(log2 N) n   (the root)
 ring                        2 (N-1)                     2 (N-1)/N n   (every rank)
 recursive doubling          log2 N (+2 if N != 2^k)     log2 N n      (+n if N != 2^k)
 recursive halving/doubling  2 log2 N (+2 if N != 2^k)   2 (N-1)/N n   (+n if N != 2^k)

@@ -3,7 +3,7 @@
 A ladder: the parameter server as an all-reduce (warm-up, L19 p.50-53); a decision,
 choosing the fastest all-reduce for 6 ranks with the alpha-beta model, where the rule
 MPICH uses for powers of two picks the wrong algorithm (core, L19 p.58-66; Thakur,
-Rabenseifner & Gropp 2005); and a binary-tree all-reduce from send/recv for any N
+Rabenseifner & Gropp 2005); and a binomial-tree all-reduce from send/recv for any N
 (stretch, L19 p.57). Each is checked on real ranks, messages included. Exercise ids are
 "02.<name>".
 """
@@ -130,7 +130,7 @@ def _tree_pattern(calls_per_rank, world_size):
                     f"a whole (partial) sum, {whole} bytes here")
         for kind, got in (("sent", sends), ("received", recvs)):
             if len(got) > steps:
-                return (f"rank {rank} {kind} {len(got)} messages; in a binary tree no rank "
+                return (f"rank {rank} {kind} {len(got)} messages; in a binomial tree no rank "
                         f"handles more than ceil(log2 N) = {steps} each way (N-1 on one rank "
                         "is the parameter server's bottleneck)")
     if total != 2 * (world_size - 1):
@@ -140,17 +140,17 @@ def _tree_pattern(calls_per_rank, world_size):
     chain = longest_chain(calls_per_rank)
     if chain > 2 * steps:
         return (f"the longest chain of messages that wait for each other is {chain}; a "
-                f"binary tree needs only 2 ceil(log2 N) = {2 * steps} (halve the ranks that "
+                f"binomial tree needs only 2 ceil(log2 N) = {2 * steps} (halve the ranks that "
                 "still hold a partial sum every round, instead of passing it along a line)")
     return None
 
 
 TREE = register(Exercise(
     id="02.tree", level="stretch", kind="implement",
-    title="a binary-tree all-reduce from send and recv",
+    title="a binomial-tree all-reduce from send and recv",
     student_name="my_tree_all_reduce",
     task="Write `my_tree_all_reduce(x)`: every rank returns the sum of `x` over all ranks, "
-         "computed by a binary (binomial) tree: partial sums flow up to rank 0 in "
+         "computed by a binomial tree: partial sums flow up to rank 0 in "
          "ceil(log2 N) rounds, then the total flows back down the same tree. It must work "
          "for any N; the checker uses 5 ranks and a 5-element tensor. It checks that `x` "
          "is left unchanged and counts the messages: 2(N-1) in all, each a whole tensor, "
