@@ -148,3 +148,26 @@ def test_planner_models_give_the_notebooks_numbers():
 def test_impossible_input_is_a_value_error(bad):
     with pytest.raises(ValueError):
         bad()
+
+
+@pytest.mark.parametrize("members_per_node", [1, 2, 4, 8])
+def test_roofline_and_planner_give_a_group_spanning_nodes_the_same_bandwidth(members_per_node):
+    # One model of a group across nodes: its members in a node drive one NIC each. The
+    # planner's hierarchical all-gather over many nodes, without latency, moves n bytes
+    # in (M-1)/M n / W with the roofline's W for the same placement.
+    from companion.planner import ClusterSpec, layout_collective_time
+
+    cluster = ClusterSpec.of("H100s", "H100", 1024, intra_latency_us=0.0, inter_latency_us=0.0)
+    nodes, n = cluster.nodes, 1e9
+    w = rl.collective_bandwidth("H100", True, members_per_node=members_per_node)
+    t = layout_collective_time("all_gather", n, cluster, members_per_node, nodes)
+    assert t == pytest.approx((nodes - 1) / nodes * n / w, rel=1e-9)
+    assert w == members_per_node * 50e9
+
+
+def test_a_tp_group_split_over_two_nodes_gets_half_a_full_nodes_nics():
+    full = rl.collective_bandwidth("H100", True)
+    assert rl.collective_bandwidth("H100", True, members_per_node=8) == full
+    assert rl.collective_bandwidth("H100", True, members_per_node=4) == full / 2
+    with pytest.raises(ValueError, match="members_per_node"):
+        rl.collective_bandwidth("H100", True, members_per_node=16)

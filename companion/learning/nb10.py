@@ -120,12 +120,14 @@ FSDP_BOUND = register(Exercise(
 # name -> (tp, peak_flops, bandwidth)
 TP_PROBLEMS = {
     "TP 8 on H100 NVLink": (8, _H100.flops, _NV),
-    "TP 16 across two H100 nodes": (16, _H100.flops, _IB),
+    "TP 16 across two full H100 nodes": (16, _H100.flops, _IB),
     "TP 8 on A100 NVLink": (8, _A100.flops, _A_NV),
     "TP 8 on B200 NVLink": (8, _B200.flops, _B_NV),
     "TP 4 over one TPU v5p torus axis": (4, hardware.accelerator("TPU v5p").flops,
                                          roofline.collective_bandwidth("TPU v5p", False)),
-    "TP 2 across A100 nodes": (2, _A100.flops, _A_IB),
+    # one member per node: each drives its own NIC, and only that one
+    "TP 2 across two A100 nodes, one GPU in each": (
+        2, _A100.flops, roofline.collective_bandwidth("A100", True, members_per_node=1)),
 }
 
 
@@ -148,7 +150,8 @@ TP_LIMIT = register(Exercise(
          "peak_flops, bandwidth)` returning the smallest MLP width F (an int) at which "
          "the activation all-gather and reduce-scatter (bf16) still hide under the "
          f"compute. {len(TP_PROBLEMS)} problems: H100, A100 and B200 NVLink, two across "
-         "nodes, a TPU.",
+         "nodes (the bandwidth each gives is what the group's members in one node drive "
+         "together, one NIC each), a TPU.",
     hints=("Section 3's inequality relates Y, F and C / W. Solve it for F instead of Y.",
            "F / Y is the width of one GPU's slice of the MLP: the condition is on that "
            "slice alone, whatever Y is.",

@@ -68,12 +68,17 @@ def hbm_critical_batch(peak_flops: float, hbm_bandwidth: float,
     return bytes_per_element * peak_flops / (2 * hbm_bandwidth)
 
 
-def collective_bandwidth(chip: str, across_nodes: bool) -> float:
+def collective_bandwidth(chip: str, across_nodes: bool, members_per_node: int | None = None
+                         ) -> float:
     """``W_collective`` (bytes/s, per direction) of one device's collectives, from
     :mod:`companion.hardware`: its scale-up link inside a node (NVLink, 450 GB/s for an
-    H100), or, across nodes, its node's egress: every GPU of the node drives its own NIC
-    in a hierarchical collective (8 x 50 GB/s = 400 GB/s on a DGX H100), the scaling
-    book's GPU chapter and ``companion.planner.links``.
+    H100), or, for a group that spans nodes, what its members in one node drive
+    together: each member its own NIC, so ``members_per_node`` x one NIC (default: a
+    full node, 8 x 50 GB/s = 400 GB/s on a DGX H100). A TP-16 group over two full H100
+    nodes gets 400 GB/s; a TP-8 group split 4 + 4 gets 200; a group with one member per
+    node, 50. This is the bandwidth term of ``planner.links.layout_collective_time``
+    for many nodes (``tests/test_roofline.py`` holds the two together), the scaling
+    book's GPU chapter.
 
     For a TPU the fast domain is a 3D torus: one mesh axis gets a third of the chip's
     ICI (two of its six links), 200 GB/s per direction on a v5p from Google's figure.
@@ -82,6 +87,12 @@ def collective_bandwidth(chip: str, across_nodes: bool) -> float:
     a = hardware.accelerator(chip)
     if not isinstance(across_nodes, bool):
         raise TypeError(f"across_nodes must be True or False, got {across_nodes!r}.")
+    if members_per_node is not None:
+        positive_int("members_per_node", members_per_node,
+                     f"pass how many of the group's members share a node (1 to {a.per_node}).")
+        if members_per_node > a.per_node:
+            raise ValueError(f"members_per_node={members_per_node}: a {a.name} node has "
+                             f"{a.per_node} devices; pass 1 to {a.per_node}.")
     if across_nodes:
-        return a.scale_out.value * a.per_node
+        return a.scale_out.value * (members_per_node or a.per_node)
     return a.scale_up.value / 3 if "torus" in a.scale_up_name else a.scale_up.value
