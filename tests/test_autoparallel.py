@@ -108,3 +108,24 @@ def test_dtensor_runs_equal_one_process_and_the_predicted_collectives():
     assert megatron["forward"] == {"all_reduce": 1} and megatron["backward"] == {"all_reduce": 1}
     kinds = {k for r in results for k in r["forward"]} | {k for r in results for k in r["backward"]}
     assert kinds == {"all_reduce", "all_gather", "reduce_scatter"}
+
+
+def test_alpa_formulation_never_replicates_a_matmul_and_charges_no_compute():
+    # Alpa §4.2: a heavy operator splits its work on every axis, so compute is even and
+    # its cost is set to zero; the "compute" variant keeps replication and compute.
+    alpa = AP.build(AP.mlp(), (2, 2), TWO_LEVEL)
+    variant = AP.build(AP.mlp(), (2, 2), TWO_LEVEL, formulation="compute")
+    for name in ("fc1", "fc2"):
+        assert all("rep" not in s.name.split(",") for s in alpa.options[name])
+        assert any("rep" in s.name.split(",") for s in variant.options[name])
+    best = AP.solve(AP.mlp(), (2, 2), TWO_LEVEL)
+    assert best.breakdown["compute"] == 0.0
+    assert best.seconds == pytest.approx(best.breakdown["communication"] + best.breakdown["resharding"])
+
+
+def test_axis_bytes_add_up_to_the_predicted_payload():
+    problem = AP.build(AP.mlp(), (2, 2), TWO_LEVEL)
+    plan = AP.solve(AP.mlp(), (2, 2), TWO_LEVEL).plan
+    comm = AP.predicted_comm(problem, plan)
+    total = sum(comm["forward_bytes"].values()) + sum(comm["backward_bytes"].values())
+    assert sum(AP.axis_bytes(problem, plan)) == total

@@ -798,6 +798,8 @@ CASES = [
     Case("reshard_steps/placement", AUTO.reshard_steps, ((8, 4), ("S2",), ("R",), (4,)), {}, ValueError, "src"),
     Case("build/mesh-3d", AUTO.build, (AP_MLP, (2, 2, 2), AP_HW), {}, ValueError, "mesh"),
     Case("build/mesh-fraction", AUTO.build, (AP_MLP, (2.5,), AP_HW), {}, ValueError, "mesh"),
+    Case("build/formulation", AUTO.build, (AP_MLP, (2,), AP_HW), {"formulation": "gspmd"}, ValueError, "formulation"),
+    Case("axis_bytes/plan", AUTO.axis_bytes, (AUTO.build(AP_MLP, (2,), AP_HW), {"x": "S9"}), {}, ValueError, "plan"),
     Case("solve/hw-missing", AUTO.solve, (AP_MLP, (4,), None), {}, TypeError, r"\bhw\b"),
     Case("solve/fixed-unknown-strategy", AUTO.solve, (AP_MLP, (4,), AP_HW), {"fixed": {"fc1": "diag"}}, ValueError, "fixed"),
     Case("brute_force/not-a-problem", AUTO.brute_force, (AP_MLP,), {}, TypeError, "problem"),

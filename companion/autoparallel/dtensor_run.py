@@ -155,7 +155,7 @@ def _check_run(graph, plan, mesh=(4,), seed=0, world_size=None) -> None:
                          f"{world_size}; launch prod(mesh) ranks.")
     if not isinstance(plan, dict):
         raise TypeError(f"plan must be a dict node -> strategy (solve(...).plan), got {plan!r}.")
-    plan_cost(build(graph, mesh, Hardware(peak_flops=1.0)), plan)
+    plan_cost(build(graph, mesh, Hardware(peak_flops=1.0), "compute"), plan)
 
 
 @preflight(_check_run)
@@ -167,7 +167,7 @@ def run_plan(graph: Graph, plan: dict, mesh=(4,), seed: int = 0) -> dict:
     from torch.distributed.tensor import distribute_tensor
 
     _check_run(graph, plan, mesh, seed, dist.get_world_size())
-    problem = build(graph, mesh, Hardware(peak_flops=1.0))
+    problem = build(graph, mesh, Hardware(peak_flops=1.0), "compute")
     strategy = {n: next(s for s in opts if s.name == plan[n]) for n, opts in problem.options.items()}
     t = reference(graph, seed)
     x = t["x"].clone().requires_grad_()
@@ -226,7 +226,7 @@ def check_plans(cases, timeout: float = 120.0) -> list:
     out = []
     for i, (g, p, m) in enumerate(cases):
         results = [r[i] for r in per_rank]
-        predicted = predicted_comm(build(g, m, Hardware(peak_flops=1.0)), p, bytes_per_element=8)
+        predicted = predicted_comm(build(g, m, Hardware(peak_flops=1.0), "compute"), p, bytes_per_element=8)
         row = dict(results[0], predicted=predicted)
         row["comm_matches"] = all({k: r[k] for k in keys} == predicted for r in results)
         row["equal_to_one_process"] = all(max(r["out"], r["x_grad"], r["w_grad"]) < TOL

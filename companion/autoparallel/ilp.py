@@ -18,6 +18,14 @@ per pair of choices, forced to equal s_u[i] * s_v[j] by
 which leaves a linear objective ``c . z`` over z = [all s_v, all e_uv]: an ILP, solved
 exactly with SciPy's ``milp`` (the HiGHS solver). :func:`brute_force` tries every
 combination, for tests on small graphs.
+
+``formulation="alpa"`` (the default) is the paper's (§4.2): a heavy operator (here every
+matmul) must split its work over every mesh axis, never replicate it, so every candidate
+divides the compute evenly and Alpa sets the compute cost to zero; the objective is
+communication and resharding alone. ``formulation="compute"`` is a named variant that
+charges each strategy's compute and lets a matmul replicate its work on an axis: on a
+mesh with a slow axis it then "wins" by computing the same batch twice, which a
+training run would not do (notebook 12 shows it as that warning).
 """
 from __future__ import annotations
 
@@ -31,7 +39,10 @@ from .graph import Graph
 from .sharding import Hardware, reshard_steps, steps_time, strategies
 
 __all__ = ["Problem", "Solution", "build", "solve", "brute_force", "plan_cost",
-           "predicted_comm", "megatron_plan", "compare_with_megatron", "sweep"]
+           "predicted_comm", "axis_bytes", "megatron_plan", "compare_with_megatron", "sweep",
+           "FORMULATIONS"]
+
+FORMULATIONS = ("alpa", "compute")
 
 
 @dataclasses.dataclass
@@ -40,8 +51,9 @@ class Problem:
     mesh: tuple
     hw: Hardware
     options: dict        # node name -> [Strategy]
-    node_cost: dict      # node name -> array [k_v]: compute + own collectives, seconds
+    node_cost: dict      # node name -> array [k_v]: own collectives (+ compute), seconds
     edge_cost: dict      # (u, v, argument) -> array [k_u, k_v]: resharding, seconds
+    formulation: str = "alpa"
 
 
 @dataclasses.dataclass
@@ -73,18 +85,29 @@ def _edge_steps(problem: Problem, u, v, arg, i, j):
             reshard_steps(shape, sv.input_grads[arg], su.output, problem.mesh))
 
 
-def build(graph: Graph, mesh, hw: Hardware) -> Problem:
-    """Every node's strategies with their costs, and every edge's resharding matrix."""
+def _compute_time(problem: Problem, node, strategy) -> float:
+    if problem.formulation == "alpa":
+        return 0.0   # every heavy strategy splits the work evenly (Alpa §4.2)
+    return problem.graph.flops(node) / strategy.split / problem.hw.peak_flops
+
+
+def build(graph: Graph, mesh, hw: Hardware, formulation: str = "alpa") -> Problem:
+    """Every node's strategies with their costs, and every edge's resharding matrix
+    (``formulation``: the module docstring's ``"alpa"`` or ``"compute"``)."""
     mesh = _check(graph, mesh, hw)
+    one_of("formulation", formulation, FORMULATIONS)
     options = {n.name: strategies(graph, n, mesh) for n in graph.nodes}
+    if formulation == "alpa":   # no replicated computation for a heavy operator
+        options = {n.name: [s for s in options[n.name] if n.kind != "linear"
+                            or "rep" not in s.name.split(",")] for n in graph.nodes}
     for name, opts in options.items():
         if not opts:
             raise ValueError(f"node {name!r} has no sharding that divides evenly on mesh={mesh}; "
                              f"pick sizes that are multiples of the mesh axes.")
-    node_cost = {n.name: np.array([graph.flops(n) / s.split / hw.peak_flops
-                                   + steps_time(s.fwd_steps + s.bwd_steps, mesh, hw)
-                                   for s in options[n.name]]) for n in graph.nodes}
-    problem = Problem(graph, mesh, hw, options, node_cost, {})
+    problem = Problem(graph, mesh, hw, options, {}, {}, formulation)
+    problem.node_cost = {n.name: np.array([_compute_time(problem, n, s)
+                                           + steps_time(s.fwd_steps + s.bwd_steps, mesh, hw)
+                                           for s in options[n.name]]) for n in graph.nodes}
     for u, v, arg in graph.edges:
         problem.edge_cost[(u, v, arg)] = np.array(
             [[sum(steps_time(s, mesh, hw) for s in _edge_steps(problem, u, v, arg, i, j))
@@ -92,9 +115,10 @@ def build(graph: Graph, mesh, hw: Hardware) -> Problem:
     return problem
 
 
-def solve(graph: Graph, mesh, hw: Hardware, fixed: dict | None = None) -> Solution:
+def solve(graph: Graph, mesh, hw: Hardware, fixed: dict | None = None,
+          formulation: str = "alpa") -> Solution:
     """The cheapest plan, exactly (``fixed`` pins some nodes: ``{"x": "R"}``)."""
-    return _solve_problem(build(graph, mesh, hw), fixed)
+    return _solve_problem(build(graph, mesh, hw, formulation), fixed)
 
 
 def _solve_problem(problem: Problem, fixed: dict | None = None) -> Solution:
@@ -154,7 +178,7 @@ def plan_cost(problem: Problem, plan: dict) -> dict:
     out = {"compute": 0.0, "communication": 0.0}
     for n in problem.graph.nodes:
         s = problem.options[n.name][index[n.name]]
-        out["compute"] += problem.graph.flops(n) / s.split / problem.hw.peak_flops
+        out["compute"] += _compute_time(problem, n, s)
         out["communication"] += steps_time(s.fwd_steps + s.bwd_steps, problem.mesh, problem.hw)
     out["resharding"] = sum(float(m[index[u], index[v]])
                             for (u, v, _), m in problem.edge_cost.items())
@@ -210,6 +234,24 @@ def predicted_comm(problem: Problem, plan: dict, bytes_per_element: int | None =
     return out
 
 
+def axis_bytes(problem: Problem, plan: dict) -> list:
+    """Payload bytes ``plan``'s collectives put on each mesh axis, one rank, forward and
+    backward together (notebook 12: which axis carries what)."""
+    plan_cost(problem, plan)  # checks the plan
+    size = problem.hw.bytes_per_element
+    out = [0] * len(problem.mesh)
+    pick = {n: next(i for i, s in enumerate(o) if s.name == plan[n])
+            for n, o in problem.options.items()}
+    steps = [st for n, i in pick.items()
+             for st in problem.options[n][i].fwd_steps + problem.options[n][i].bwd_steps]
+    for u, v, arg in problem.graph.edges:
+        for part in _edge_steps(problem, u, v, arg, pick[u], pick[v]):
+            steps += part
+    for _kind, axis, payload in steps:
+        out[axis] += payload * size
+    return out
+
+
 def megatron_plan(graph: Graph, mesh=(4,)) -> dict:
     """Megatron-LM's hand-written plan: column-parallel qkv and fc1, row-parallel o
     and fc2 (one all-reduce each), heads and GeLU split; on a 2-D mesh data parallel
@@ -231,9 +273,9 @@ def megatron_plan(graph: Graph, mesh=(4,)) -> dict:
     return plan
 
 
-def compare_with_megatron(graph: Graph, mesh, hw: Hardware) -> dict:
+def compare_with_megatron(graph: Graph, mesh, hw: Hardware, formulation: str = "alpa") -> dict:
     """The solver's plan against Megatron's: both plans, their costs, the speed-up."""
-    best = solve(graph, mesh, hw)
+    best = solve(graph, mesh, hw, formulation=formulation)
     megatron = _solution(best.problem, megatron_plan(graph, best.problem.mesh))
     return {"solver_plan": best.plan, "solver": dict(best.breakdown, total=best.seconds),
             "megatron_plan": megatron.plan,
@@ -242,7 +284,8 @@ def compare_with_megatron(graph: Graph, mesh, hw: Hardware) -> dict:
             "same_as_megatron": best.plan == megatron.plan}
 
 
-def sweep(builder, values, mesh, hw: Hardware, vary: str = "batch", **shape) -> list:
+def sweep(builder, values, mesh, hw: Hardware, vary: str = "batch", formulation: str = "alpa",
+          **shape) -> list:
     """:func:`compare_with_megatron` on ``builder(**shape, vary=value)`` for each value:
     ``[{vary, "tokens", "solver", "megatron", "speedup", "plan"}]`` (seconds). With the
     MLP and a replicated input and output, data parallelism (``dp``) replaces Megatron
@@ -256,7 +299,7 @@ def sweep(builder, values, mesh, hw: Hardware, vary: str = "batch", **shape) -> 
     rows = []
     for value in values:
         graph = builder(**dict(shape, **{vary: value}))
-        r = compare_with_megatron(graph, mesh, hw)
+        r = compare_with_megatron(graph, mesh, hw, formulation)
         rows.append({vary: value, "tokens": graph.batch * graph.seq, "solver": r["solver"]["total"],
                      "megatron": r["megatron"]["total"], "speedup": r["speedup"],
                      "plan": r["solver_plan"]})
