@@ -6,8 +6,9 @@ that picks one per operator (:mod:`.ilp`), and the chosen plan run for real with
 ``torch.distributed.tensor`` on CPU ranks (:mod:`.dtensor_run`).
 """
 from .graph import Graph, Node, attention_block, mlp, transformer
-from .ilp import (FORMULATIONS, Problem, Solution, axis_bytes, brute_force, build,
-                  compare_with_megatron, megatron_plan, plan_cost, predicted_comm, solve, sweep)
+from .ilp import (FORMULATIONS, Problem, Solution, axis_bytes, brute_force, build, plan_cost,
+                  predicted_comm, solve)
+from .baseline import compare_with_megatron, megatron_plan, sweep
 from .dtensor_run import check_plan, check_plans, reference, run_plan, run_plans
 from .sharding import Hardware, Strategy, reshard_steps, strategies
 
