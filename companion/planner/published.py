@@ -19,8 +19,8 @@ Measured seconds per step, from each source:
   forward pass (§5.1). GPT models, vocabulary 51,200, sequences of 2,048, A100 80 GB.
 * Korthikanti et al. 2022 (arXiv 2205.05198, Table 5): seconds per iteration with full
   recomputation and with sequence parallelism plus selective recomputation; the layouts
-  are their Table 3's, as Calculon's validation files state them
-  (github.com/calculon-ai/calculon, ``validation/seqsel/tab5``).
+  (TP, PP, GPUs, batch, micro-batch, interleaving) are those of Calculon's validation
+  files for that table (github.com/calculon-ai/calculon, ``validation/seqsel/tab5``).
 * Llama 3 (arXiv 2407.21783, Table 4): TFLOP/s per GPU, turned into seconds with the
   planner's FLOP count (``ModelSpec.flops_per_token``, attention included), so the
   comparison is of time under one FLOP convention. §3.3.2: 8K pre-training ran without
@@ -97,7 +97,7 @@ _MEGATRON_TABLE_1 = [
     (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
 ]
 
-# Table 5 with Table 3's layouts: model, TP, PP, GPUs, batch, micro-batch, interleaving,
+# Table 5 (layouts: Calculon's tab5 files): model, TP, PP, GPUs, batch, micro-batch, interleaving,
 # seconds with full recomputation, seconds with sequence parallelism + selective.
 _KORTHIKANTI_TABLE_5 = [
     (_gpt(22, 64, 6144, 48), 8, 1, 8, 4, 4, 1, 1.42, 1.10),
