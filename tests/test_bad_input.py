@@ -825,6 +825,7 @@ CASES = [
     Case("Layout/seq-not-dividing", PMM.predict_memory, (LLAMA, PMM.Layout(8, tp=8, seq=100)), {}, ValueError, "seq="),
     Case("block_activation_bytes/recompute", PMM.block_activation_bytes, (LLAMA, 2048, 1), {"recompute": "some"}, ValueError, "recompute"),
     Case("loss_bytes/tp-zero", PMM.loss_bytes, (2048, 32000), {"tp": 0}, ValueError, r"\btp\b"),
+    Case("loss_bytes/keeps", PMM.loss_bytes, (2048, 32000), {"keeps": "deepspeed"}, ValueError, "keeps"),
     Case("padded_vocab/tp-zero", PMM.padded_vocab, (LLAMA, 0), {}, ValueError, r"\btp\b"),
     Case("measure_memory/not-a-layout", PTM.measure_memory, (LLAMA, {"gpus": 8}), {}, TypeError, "layout"),
     Case("measure_memory/moe", PTM.measure_memory, (PL.MODELS["Mixtral 8x7B"], PMM.Layout(8)), {}, ValueError, "dense"),

@@ -209,43 +209,38 @@ def brute_force(problem: Problem, limit: int = 200_000) -> Solution:
     return _solution(problem, {n: problem.options[n][best[1][n]].name for n in names})
 
 
-def predicted_comm(problem: Problem, plan: dict, bytes_per_element: int | None = None) -> dict:
-    """The collectives ``plan`` issues: ``{"forward": {kind: count}, "backward": ...,
-    "forward_bytes": {kind: payload bytes summed over calls, one rank}, "backward_bytes"}``."""
-    plan_cost(problem, plan)  # checks the plan
-    size = bytes_per_element or problem.hw.bytes_per_element
-    out = {k: {} for k in ("forward", "backward", "forward_bytes", "backward_bytes")}
-
-    def add(phase, steps):
-        for kind, _, payload in steps:
-            out[phase][kind] = out[phase].get(kind, 0) + 1
-            out[phase + "_bytes"][kind] = out[phase + "_bytes"].get(kind, 0) + payload * size
-
+def _plan_steps(problem: Problem, plan: dict):
+    """``(phase, [(kind, mesh axis, payload elements)])`` for every collective ``plan``
+    issues: each node's own, then each edge's resharding (checks the plan first)."""
+    plan_cost(problem, plan)
     pick = {n: next(i for i, s in enumerate(o) if s.name == plan[n])
             for n, o in problem.options.items()}
     for name, i in pick.items():
-        add("forward", problem.options[name][i].fwd_steps)
-        add("backward", problem.options[name][i].bwd_steps)
+        yield "forward", problem.options[name][i].fwd_steps
+        yield "backward", problem.options[name][i].bwd_steps
     for u, v, arg in problem.graph.edges:
         fwd, bwd = _edge_steps(problem, u, v, arg, pick[u], pick[v])
-        add("forward", fwd)
-        add("backward", bwd)
+        yield "forward", fwd
+        yield "backward", bwd
+
+
+def predicted_comm(problem: Problem, plan: dict, bytes_per_element: int | None = None) -> dict:
+    """The collectives ``plan`` issues: ``{"forward": {kind: count}, "backward": ...,
+    "forward_bytes": {kind: payload bytes summed over calls, one rank}, "backward_bytes"}``."""
+    size = bytes_per_element or problem.hw.bytes_per_element
+    out = {k: {} for k in ("forward", "backward", "forward_bytes", "backward_bytes")}
+    for phase, steps in _plan_steps(problem, plan):
+        for kind, _, payload in steps:
+            out[phase][kind] = out[phase].get(kind, 0) + 1
+            out[phase + "_bytes"][kind] = out[phase + "_bytes"].get(kind, 0) + payload * size
     return out
 
 
 def axis_bytes(problem: Problem, plan: dict) -> list:
     """Payload bytes ``plan``'s collectives put on each mesh axis, one rank, forward and
     backward together (notebook 12: which axis carries what)."""
-    plan_cost(problem, plan)  # checks the plan
-    size = problem.hw.bytes_per_element
     out = [0] * len(problem.mesh)
-    pick = {n: next(i for i, s in enumerate(o) if s.name == plan[n])
-            for n, o in problem.options.items()}
-    steps = [st for n, i in pick.items()
-             for st in problem.options[n][i].fwd_steps + problem.options[n][i].bwd_steps]
-    for u, v, arg in problem.graph.edges:
-        for part in _edge_steps(problem, u, v, arg, pick[u], pick[v]):
-            steps += part
-    for _kind, axis, payload in steps:
-        out[axis] += payload * size
+    for _phase, steps in _plan_steps(problem, plan):
+        for _kind, axis, payload in steps:
+            out[axis] += payload * problem.hw.bytes_per_element
     return out

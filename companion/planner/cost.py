@@ -99,8 +99,8 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     ``schedule`` ``"1f1b"`` (with ``chunks`` > 1: interleaved) or ``"dualpipev"``
     (Sea AI Lab's V-shaped cut of the DualPipe DeepSeek-V3 trained with: the same bubble
     and the same hiding of the experts' all-to-all behind the paired micro-batch's
-    compute, on one copy of the parameters where DualPipe keeps two); ``stage_split`` ``None`` (compute averaged over stages, memory at the
-    largest) or ``"llama3"`` (one block fewer on the first and last stages, which hold
+    compute, on one copy of the parameters where DualPipe keeps two); ``stage_split``
+    ``None`` (compute averaged over stages, memory at the largest) or ``"llama3"`` (one block fewer on the first and last stages, which hold
     the embedding and head; time at the slowest stage). ``enforce_memory=False`` times
     a layout even where the memory model says it does not fit (how
     ``planner.published`` times the layouts papers report running; ``plan.memory``

@@ -174,6 +174,8 @@ def loss_bytes(tokens: int, vocab: int, tp: int = 1, element_bytes: int = 2,
     turns an fp32 copy of the local logits into the softmax in place and keeps it (4),
     and its backward returns that tensor as the gradient, cast back to e bytes.
     """
+    if keeps not in ("torch", "megatron"):
+        raise ValueError(f"keeps={keeps!r}: use 'torch' (what fit measures) or 'megatron'.")
     for name, value in (("tokens", tokens), ("vocab", vocab), ("tp", tp)):
         _degree(name, value)
     e, t = element_bytes, tp
