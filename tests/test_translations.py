@@ -376,11 +376,130 @@ KEY_TERMS = {r"\bdata parallelism\b": "DP", r"\btensor parallelism\b": "TP",
              r"\bpipeline parallelism\b": "PP", r"\bbubble": "bubble",
              r"\bparameter server\b": "parameter server", r"\ball-reduce\b": "all-reduce",
              r"\breduce-scatter\b": "reduce-scatter", r"\ball-gather\b": "all-gather",
-             r"\bmicro-batch": "micro-batch",
+             r"\ball-to-all\b": "all-to-all", r"\bmicro-batch": "micro-batch",
              r"\bactivation recomputation\b": "activation recomputation",
              r"\bDelayed Gradient Averaging\b": "DGA", r"\bmixture of experts\b": "MoE",
              r"\bexpert parallelism\b": "EP", r"\bcontext parallelism\b": "CP",
-             r"\bfat-tree\b": "fat-tree", r"\bmixed precision\b": "mixed precision"}
+             r"\bsequence parallelism\b": "SP (Megatron-SP)",
+             r"\bfat-tree\b": "fat-tree", r"\bmixed precision\b": "mixed precision",
+             r"\bworld size\b": "world size", r"\bprocess group\b": "process group",
+             r"\brecursive doubling\b": "recursive doubling", r"\bring all-reduce\b": "ring all-reduce",
+             r"\bhierarchical all-reduce\b": "hierarchical all-reduce", r"\bflat ring\b": "flat ring",
+             r"\boptimizer state": "optimizer state", r"\bgradient accumulation\b": "gradient accumulation",
+             r"\berror feedback\b": "error feedback", r"\bcritical batch size\b": "critical batch size",
+             r"\broofline\b": "roofline", r"\barithmetic intensity\b": "arithmetic intensity",
+             r"\bring attention\b": "ring attention", r"\btorus\b": "torus"}
+
+# One concept, one Simplified-Chinese name, everywhere a zh-CN student reads: concept ->
+# (the chosen term, the renderings that must not occur). A pattern is a regular
+# expression; an English variant is searched for in running text only (see _running_text),
+# so the English name in parentheses after a term's first use is allowed.
+ONE_TERM = {
+    "all-to-all": ("全对全", ["全交换", "all-to-all"]),
+    "all-reduce / reduce": ("全规约 / 规约", ["归约"]),
+    "reduce-scatter": ("规约散射", ["规约-散射"]),
+    "recursive doubling": ("递归倍增", ["递归加倍"]),
+    "recursive halving": ("递归减半", ["递归折半"]),
+    "flat ring": ("扁平环", ["平坦环"]),
+    "tree all-reduce": ("二项树全规约", ["树形全规约", "二叉树全规约"]),
+    "ring all-reduce": ("环形全规约", [r"(?<![回形])环全规约"]),   # 回环全规约: loopback
+    "aggregate NIC bandwidth": ("聚合网卡带宽", ["网卡聚合带宽"]),
+    "world size": ("进程总数", ["世界大小", "世界规模"]),
+    "the default group (world)": ("包含全部 rank 的默认组", ["整个世界"]),
+    "memory (GPU or CPU)": ("内存", ["显存"]),
+    "activations": ("激活值", [r"激活(?!值|内存|量|重计算|字节|检查点)"]),
+    "batch size": ("批大小", [r"(?<!微)批次大小", "批量大小"]),
+    "per device": ("每个设备", ["每设备"]),
+    "collective": ("集合通信", ["集合操作"]),
+    "widget": ("控件", ["小部件", "小组件"]),
+    "hang": ("卡住", ["挂起"]),
+    "charge (the cost model)": ("计入 / 计入代价", ["计费"]),
+    "commit to a number": ("先写下你预测的数字", ["先认定一个数字", "先给出一个数字"]),
+    "a tempting mistake": ("一个容易犯的错误", ["诱人的错误"]),
+    "for honesty": ("如实起见", ["以示诚实"]),
+    "behind a link / switch": ("经过……链路", [r"链路(?:背后|后面)", r"(?:胖树|交换机)(?:之后|后面)"]),
+    "training sweep": ("训练扫描", ["扫描训练"]),
+    # The cheat-sheet defines the notation once: "L19 p.58" is page 58 of lecture 19's PDF.
+    "page reference": ("p.N", [r"(?<!PDF 的)第 ?\d+(?:[-–]\d+)? ?页"]),
+    # {ranks} reads "4 个真实 rank": a Latin word, so a space before the Chinese after it
+    "the ranks a check ran on": ("{ranks} 上", [r"\{ranks\}上"]),
+}
+
+
+def _zh_cn_texts():
+    """(where, text) for every zh-CN text a student or reader meets, the files read as they
+    are (not the generated editions): translations, message tables, glossary, README."""
+    for path in sorted((ROOT / "translations" / "zh-CN").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for cell in data["cells"]:
+            yield f"{path.name} cell {cell['id']}", cell["zh"]
+        for ex_id, ex in data.get("exercises", {}).items():
+            for field in ("title", "task"):
+                yield f"{path.name} exercise {ex_id} {field}", ex[field]
+            for k, hint in enumerate(ex["hints"]):
+                yield f"{path.name} exercise {ex_id} hint {k + 1}", hint
+    tables = [("companion/i18n/messages.py", ZH_CN),
+              ("companion/i18n/notebook_strings.py", NOTEBOOK_ZH_CN)]
+    import importlib.util
+    if importlib.util.find_spec("companion.i18n.checker_strings"):
+        from companion.i18n.checker_strings import CHECKER_ZH_CN
+        tables.append(("companion/i18n/checker_strings.py", CHECKER_ZH_CN))
+    for name, table in tables:
+        for english, chinese in table.items():
+            yield f"{name} [{english[:40]!r}]", chinese
+
+
+def _reference_texts():
+    """The glossary's zh-CN column and README.zh-CN.md, line by line."""
+    for row in glossary.terms((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")):
+        yield f"docs/glossary.md row {row['Term']!r}", row["zh-CN"]
+    for n, line in enumerate((ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+                             .splitlines(), 1):
+        yield f"README.zh-CN.md line {n}", line
+
+
+_NOT_RUNNING_TEXT = re.compile(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$|\]\([^)]*\)"
+                               r"|https?://\S+|（[^（）\u3400-\u9fff]*）|\([^()\u3400-\u9fff]*\)",
+                               re.S)
+
+
+def _running_text(text: str) -> str:
+    """``text`` without code, math, link targets and glosses (a parenthesis with no Chinese
+    in it, such as the English name after a term's first use)."""
+    return _NOT_RUNNING_TEXT.sub(" ", text)
+
+
+def test_zh_cn_uses_one_term_per_concept():
+    hits = []
+    for where, text in [*_zh_cn_texts(), *_reference_texts()]:
+        running = _running_text(text)
+        for concept, (chosen, variants) in ONE_TERM.items():
+            for variant in variants:
+                # only a bare English name needs the glosses removed; a Chinese variant is
+                # wrong in a parenthesis too
+                searched = running if variant.isascii() else text
+                for m in re.finditer(variant, searched):
+                    context = searched[max(0, m.start() - 12):m.end() + 12].replace("\n", " ")
+                    hits.append(f"{where}: {concept} is {chosen}, not {m.group()!r} (…{context}…)")
+    assert not hits, "\n".join(hits)
+
+
+def _without_glosses(text: str) -> str:
+    return re.sub(r"（[^（）]*）", "", text).replace("“", "").replace("”", "")
+
+
+def test_every_glossary_term_occurs_in_the_zh_cn_edition():
+    """The glossary lists the terms the course uses, no others: each '/'-separated
+    alternative of a zh-CN cell occurs in a translation or a message (a qualifier in
+    parentheses, such as the English or the paper's name, may be left out)."""
+    corpus = "\n".join(text for _, text in _zh_cn_texts())
+    bare = _without_glosses(corpus)
+    absent = []
+    for row in glossary.terms((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")):
+        for alternative in (a.strip() for a in row["zh-CN"].split("/")):
+            if alternative not in corpus and _without_glosses(alternative).strip() not in bare:
+                absent.append(f"{row['Term']}: {alternative}")
+    assert not absent, f"glossary terms no zh-CN text uses: {absent}"
 
 
 def test_the_glossary_has_both_chinese_columns_filled():
@@ -406,7 +525,8 @@ def test_the_glossary_terms_are_used(path):
     missing = [f"{pattern.strip(chr(92) + 'b')} -> {rows[term]}"
                for pattern, term in KEY_TERMS.items()
                if re.search(pattern, english, re.I)
-               and not any(alt.strip() in zh for alt in rows[term].split("/"))]
+               and not any(alt.strip() in zh or _without_glosses(alt).strip() in zh
+                           for alt in rows[term].split("/"))]
     assert not missing, f"{path.name}: zh-CN lacks the glossary's terms: {missing}"
 
 

@@ -64,7 +64,7 @@ ZH_CN = {
     "{n} real ranks": "{n} 个真实 rank",
     "{id} passed on {ranks}: values equal the reference; rank 0's communication: "
     "{summary}.":
-        "{id} 在 {ranks}上通过：数值与参考实现一致；rank 0 的通信：{summary}。",
+        "{id} 在 {ranks} 上通过：数值与参考实现一致；rank 0 的通信：{summary}。",
     "not implemented yet: replace the `raise NotImplementedError` with your code, then "
     "run this cell again.":
         "尚未实现：把 `raise NotImplementedError` 替换为你的代码，然后重新运行这个单元格。",
@@ -120,14 +120,14 @@ ZH_CN = {
     "stage": "阶段",
     "precision": "精度",
     "optimizer": "优化器",
-    "GPU GB": "GPU 显存 GB",
+    "GPU GB": "GPU 内存 GB",
     "GPU": "GPU",
     "fits": "放得下",
     "does not fit": "放不下",
     "weights": "权重",
     "gradients": "梯度",
     "optimizer state": "优化器状态",
-    "GPU memory {gb} GB": "GPU 显存 {gb} GB",
+    "GPU memory {gb} GB": "GPU 内存 {gb} GB",
     "model states per GPU (GB)": "每个 GPU 上的模型状态（GB）",
     "{billions}B parameters on N = {n} GPUs, {precision} {optimizer}":
         "{billions}B 参数，N = {n} 个 GPU，{precision} {optimizer}",
@@ -139,7 +139,7 @@ ZH_CN = {
         "放得下的最大模型（仅计权重 + 梯度 + 优化器状态）：",
     "{billions}B parameters": "{billions}B 参数",
     "model size, GPU count and GPU memory must be positive; type a number above zero.":
-        "模型大小、GPU 数量和 GPU 显存都必须为正数；请输入大于零的数。",
+        "模型大小、GPU 数量和 GPU 内存都必须为正数；请输入大于零的数。",
     "seq len s": "序列长度 s",
     "batch b": "批大小 b",
     "hidden h": "隐藏维度 h",
@@ -189,12 +189,12 @@ ZH_CN = {
     "send latency": "发送延迟",
     "Step time by part": "每步时间的组成",
     "seconds per step": "每步秒数",
-    "Memory per GPU by part": "每个 GPU 显存的组成",
+    "Memory per GPU by part": "每个 GPU 内存的组成",
     "GB (1e9 bytes)": "GB（1e9 字节）",
     "cluster": "集群",
     "batch (seqs)": "批大小（序列数）",
     "No configuration fits: more GPUs, a smaller batch or more GPU memory.":
-        "没有放得下的配置：请增加 GPU、减小批大小或使用显存更大的 GPU。",
+        "没有放得下的配置：请增加 GPU、减小批大小或使用内存更大的 GPU。",
     "chip": "芯片",
     "devices N": "设备数 N",
     "batch (tok)": "批大小（token）",
@@ -204,7 +204,7 @@ ZH_CN = {
     "best FSDP x TP split": "最佳 FSDP x TP 切分",
     "your batch": "你的批大小",
     "tokens per device / (C / W)  (1 = FSDP's critical tokens)":
-        "每设备 token 数 / (C / W)  （1 = FSDP 的临界 token 数）",
+        "每个设备的 token 数 / (C / W)  （1 = FSDP 的临界 token 数）",
     "communication / compute (one layer)": "通信 / 计算（一层）",
     "measured on this CPU": "在本机 CPU 上测得",
     "input feature": "输入特征",
@@ -213,8 +213,8 @@ ZH_CN = {
     "t (TP size)": "t（TP 规模）",
     "before: rank r holds tokens of shard r, all heads": "之前：rank r 持有分片 r 的 token，所有头",
     "after all-to-all: rank r holds all tokens of its heads (attention runs locally)":
-        "全交换之后：rank r 持有其负责的头的全部 token（注意力在本地计算）",
-    "after the inverse all-to-all: back to sequence shards": "逆向全交换之后：回到按序列切分",
+        "全对全之后：rank r 持有其负责的头的全部 token（注意力在本地计算）",
+    "after the inverse all-to-all: back to sequence shards": "逆向全对全之后：回到按序列切分",
     "token position": "token 位置",
     "head": "注意力头",
     "K/V block": "K/V 块",
@@ -335,7 +335,7 @@ ZH_CN = {
     "gathered weights (bf16)":
         "聚合后的权重（bf16）",
     "activations":
-        "激活",
+        "激活值",
     "loss and gradient buffers":
         "损失与梯度缓冲区",
     # ---- the reasons notebooks 00-03's exercises give for a forbidden call -------------
@@ -358,5 +358,5 @@ ZH_CN = {
     "it is the checker's decision":
         "它是检查器的决定",
     "an all-reduce rebuilds weights at twice an all-gather's traffic, and leaves every rank the full gradient: reduce-scatter it":
-        "全规约重建权重的通信量是全收集的两倍，而且会让每个 rank 都持有完整的梯度：请对它做规约-散射",
+        "全规约重建权重的通信量是全收集的两倍，而且会让每个 rank 都持有完整的梯度：请对它做规约散射",
 }

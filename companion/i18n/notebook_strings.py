@@ -31,14 +31,14 @@ NOTEBOOK_ZH_CN = {
         "发送最多的 rank 要发送多少字节？",
     "Recursive doubling on 4 ranks: how many tensors' worth of bytes does each rank send "
     "in all?":
-        "4 个 rank 上的递归加倍：每个 rank 总共发送相当于多少个张量的字节数？",
+        "4 个 rank 上的递归倍增：每个 rank 总共发送相当于多少个张量的字节数？",
     "tensors": "个张量",
     "At N = 8, the parameter server's busiest rank sends how many times as many bytes as a "
     "rank of the ring all-reduce?":
         "N = 8 时，参数服务器中最忙的 rank 发送的字节数是环形全规约中一个 rank 的多少倍？",
     "On 4 ranks, above what tensor size is Rabenseifner's algorithm faster than recursive "
     "doubling?":
-        "在 4 个 rank 上，张量大于多少时 Rabenseifner 算法比递归加倍更快？",
+        "在 4 个 rank 上，张量大于多少时 Rabenseifner 算法比递归倍增更快？",
     "times": "倍",
     "GPipe with p = 8 stages and m = 24 micro-batches: what fraction of the time do the "
     "stages idle?":
@@ -50,10 +50,10 @@ NOTEBOOK_ZH_CN = {
     "larger": "更大",
     "p = 4, m = 8: at most how many micro-batches' activations does stage 0 hold at once "
     "under 1F1B?":
-        "p = 4，m = 8：在 1F1B 下，阶段 0 同时最多保存多少个微批次的激活？",
+        "p = 4，m = 8：在 1F1B 下，阶段 0 同时最多保存多少个微批次的激活值？",
     "micro-batches": "个微批次",
     "At its peak, DualPipeV holds ... micro-batches' activations as ZB-V":
-        "在峰值时，DualPipeV 保存的微批次激活与 ZB-V 相比……",
+        "在峰值时，DualPipeV 保存的微批次激活值与 ZB-V 相比……",
     "fewer": "更少",
     "as many": "一样多",
     "more": "更多",
@@ -75,7 +75,7 @@ NOTEBOOK_ZH_CN = {
     "everything": "全部",
     "Plain TP (no SP) on t=4 ranks, for the block measured below: what fraction of the "
     "single-process block's saved activations does one rank keep?":
-        "t=4 个 rank 上的普通张量并行（无序列并行），对下面测量的块：一个 rank 保存的激活"
+        "t=4 个 rank 上的普通张量并行（无序列并行），对下面测量的块：一个 rank 保存的激活值"
         "占单进程块的多大比例？",
     "Which row of the ablation learns slowest: the lowest held-out accuracy averaged over "
     "the whole run?":
@@ -97,7 +97,7 @@ NOTEBOOK_ZH_CN = {
         "在 H100 NVLink 上，Llama-3 70B 的 MLP 保持计算受限的最大 2 的幂 TP 度是多少？",
     "Hierarchical vs flat ring all-reduce of 1 MB on the emulated 2 nodes x 2: how many "
     "times faster is the hierarchical one?":
-        "在模拟的 2 个节点 x 2 上对 1 MB 做全规约：分层全规约比平坦环快多少倍？",
+        "在仿真的 2 个节点 x 2 上对 1 MB 做全规约：分层全规约比扁平环快多少倍？",
     "times faster": "倍",
     "x": "倍",
     "At 512 rows per rank, what percentage of FSDP's exposed communication does prefetch "
