@@ -3,9 +3,11 @@
 Call :func:`use_style` once at the top of a notebook. The palette is Okabe and Ito's
 eight colours, distinguishable under the common forms of colour blindness.
 
-The Chinese edition draws Chinese labels with the package's own CJK font
+The Chinese edition draws Chinese labels with the package's own CJK fonts
 (:func:`use_cjk_font`, called whenever the language turns Chinese, through
-``companion.i18n.on_language_change``), so no system font is needed and no glyph is missing.
+``companion.i18n.on_language_change``), so no system font is needed and no glyph is missing:
+Noto Sans CJK SC for zh-CN, and TC for zh-TW, so that Traditional text is drawn with
+Taiwan's glyph forms.
 Ranks never import this module, so they never import matplotlib.
 """
 from __future__ import annotations
@@ -15,9 +17,11 @@ from pathlib import Path
 
 from .i18n import get_language, on_language_change
 
-__all__ = ["OKABE_ITO", "use_style", "rank_colors", "use_cjk_font", "CJK_FONT"]
+__all__ = ["OKABE_ITO", "use_style", "rank_colors", "use_cjk_font", "CJK_FONT", "CJK_FONTS"]
 
-CJK_FONT = Path(__file__).with_name("fonts") / "NotoSansCJKsc-Regular-subset.otf"
+CJK_FONTS = {"zh-CN": Path(__file__).with_name("fonts") / "NotoSansCJKsc-Regular-subset.otf",
+             "zh-TW": Path(__file__).with_name("fonts") / "NotoSansCJKtc-Regular-subset.otf"}
+CJK_FONT = CJK_FONTS["zh-CN"]
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9",
              "#F0E442", "#000000"]
@@ -36,28 +40,31 @@ def use_style() -> None:
         "figure.autolayout": True,
     })
     if get_language() != "en":
-        use_cjk_font()
+        use_cjk_font(get_language())
 
 
-@functools.lru_cache(maxsize=1)
-def _register_cjk_font() -> str:
+@functools.lru_cache(maxsize=None)
+def _register_cjk_font(path: Path) -> str:
     from matplotlib import font_manager
-    font_manager.fontManager.addfont(str(CJK_FONT))
-    return font_manager.FontProperties(fname=str(CJK_FONT)).get_name()
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name()
 
 
-def use_cjk_font() -> str:
-    """Register the package's CJK font and put it after each default family, so matplotlib
-    falls back to it glyph by glyph (Latin text keeps DejaVu Sans); returns its name."""
+def use_cjk_font(language: str = "zh-CN") -> str:
+    """Register the CJK font of ``language`` ("zh-CN" or "zh-TW") and put it after each
+    default family, so matplotlib falls back to it glyph by glyph (Latin text keeps DejaVu
+    Sans), in place of the other edition's font; returns its name."""
     import matplotlib as mpl
 
-    name = _register_cjk_font()
-    for key in ("font.sans-serif", "font.serif", "font.monospace"):
-        if name not in mpl.rcParams[key]:
-            mpl.rcParams[key] = [*mpl.rcParams[key], name]
-    family = list(mpl.rcParams["font.family"])
-    if name not in family:   # fallback after the generic family, for figures that name one
-        mpl.rcParams["font.family"] = [*family, name]
+    if language not in CJK_FONTS:
+        raise ValueError(f"language={language!r}: use one of {sorted(CJK_FONTS)}")
+    name = _register_cjk_font(CJK_FONTS[language])
+    others = {_register_cjk_font(p) for k, p in CJK_FONTS.items() if k != language}
+    for key in ("font.sans-serif", "font.serif", "font.monospace", "font.family"):
+        kept = [f for f in mpl.rcParams[key] if f not in others]
+        if name not in kept:   # in font.family: a fallback for figures that name a family
+            kept.append(name)
+        mpl.rcParams[key] = kept
     return name
 
 
@@ -68,7 +75,7 @@ def rank_colors(n: int) -> list[str]:
 
 def _follow_language(language: str) -> None:
     if language != "en":
-        use_cjk_font()
+        use_cjk_font(language)
 
 
 on_language_change(_follow_language)

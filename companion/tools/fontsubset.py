@@ -1,13 +1,15 @@
-"""Make ``companion/fonts/NotoSansCJKsc-Regular-subset.otf``, the font the Chinese edition's
-figures use (registered by :func:`companion.plotting.use_cjk_font`).
+"""Make ``companion/fonts/NotoSansCJK{sc,tc}-Regular-subset.otf``, the fonts the Chinese
+editions' figures use (registered by :func:`companion.plotting.use_cjk_font`): SC for
+zh-CN, TC for zh-TW, so Traditional text is drawn with Taiwan's glyph forms.
 
-    python -m companion.tools.fontsubset /path/to/NotoSansCJKsc-Regular.otf
+    apt-get install fonts-noto-cjk
+    python -m companion.tools.fontsubset /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 
-The full Noto Sans CJK SC (SIL OFL 1.1, 16 MB; e.g. inside the ``mplfonts`` wheel or
-Debian's fonts-noto-cjk) is cut to the characters a course figure can show: GB 2312's
+The full Noto Sans CJK collection (SIL OFL 1.1, 19 MB: Debian's fonts-noto-cjk) holds
+the SC and TC faces; each is cut to the characters a course figure can show: GB 2312's
 level-1 hanzi (3,755, the common Simplified set), Big5's common hanzi (5,401) and the
 Traditional forms OpenCC's s2twp gives for the first set, CJK punctuation, full-width
-forms, and every character of the package's message table. About 1.7 MB; a glyph
+forms, and every character of the package's message tables. About 1.7 MB each; a glyph
 outside the set falls back to DejaVu Sans and matplotlib warns, which
 tests/test_translations.py would catch for the package's own strings.
 """
@@ -17,7 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "fonts" / "NotoSansCJKsc-Regular-subset.otf"
+FONTS = Path(__file__).resolve().parent.parent / "fonts"
+FACES = {"Noto Sans CJK SC": FONTS / "NotoSansCJKsc-Regular-subset.otf",
+         "Noto Sans CJK TC": FONTS / "NotoSansCJKtc-Regular-subset.otf"}
 
 
 def _decode_range(codec: str, rows, cols) -> set[str]:
@@ -48,24 +52,35 @@ def characters() -> str:
     return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))
 
 
-def main(source: str) -> None:
+def _subset(font, out: Path, text: str) -> None:
     from fontTools import subset
-    from fontTools.ttLib import TTFont
 
     options = subset.Options()
     options.hinting = False          # figures are rasterised at 100 dpi and up
     options.layout_features = []     # no vertical forms or locl: horizontal labels only
     options.name_IDs = ["*"]         # keep the copyright and OFL notice (name IDs 0, 13, 14)
     options.notdef_outline = True
-    font = TTFont(source)
     subsetter = subset.Subsetter(options)
-    subsetter.populate(text=characters())
+    subsetter.populate(text=text)
     subsetter.subset(font)
-    font.save(OUT)
-    print(f"wrote {OUT} ({OUT.stat().st_size / 1e6:.2f} MB)")
+    font.save(out)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+
+
+def main(source: str) -> None:
+    from fontTools.ttLib import TTCollection
+
+    faces = {f["name"].getDebugName(4): f for f in TTCollection(source).fonts}
+    missing = sorted(set(FACES) - set(faces))
+    if missing:
+        raise ValueError(f"source={source!r} lacks the faces {missing}; pass Debian's "
+                         "fonts-noto-cjk NotoSansCJK-Regular.ttc")
+    text = characters()
+    for face, out in FACES.items():
+        _subset(faces[face], out, text)
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m companion.tools.fontsubset NotoSansCJKsc-Regular.otf")
+        sys.exit("usage: python -m companion.tools.fontsubset NotoSansCJK-Regular.ttc")
     main(sys.argv[1])

@@ -1,10 +1,14 @@
-"""A student who reads only Chinese works through notebook 00 in JupyterLab.
+"""A student who reads only Chinese works through notebook 00 in JupyterLab, in each edition.
 
 In a real browser, on the student release of ``notebooks/zh-CN/00_launching_ranks.ipynb``
-(its folder alone makes the package speak zh-CN: no call): the markdown is Chinese, the
+and of ``notebooks/zh-TW/`` (the folder alone makes the package speak its language: no
+call): the markdown is Chinese, the
 exercise check says "尚未实现" (not implemented), the prediction widget's button reads
 "锁定" and refuses a typo in Chinese, a hint starts "提示 1/", a wrong answer names the
-student's line in Chinese, a right one passes. Until the translators' zh-CN files land,
+student's line in Chinese, a right one passes; in zh-TW every one of these reads in
+Traditional characters, as the build converts them. The screenshots show the page as a
+reader sees it only where a CJK font is installed (CI installs Debian's fonts-noto-cjk;
+without one chromium draws each hanzi as a box). Until the translators' zh-CN files land,
 the edition is built here from a stand-in translation of notebook 00 (every markdown
 cell prefixed with Chinese), so the machinery is tested either way. Skipped where
 chromium or Playwright is missing.
@@ -20,7 +24,7 @@ import pytest
 
 from companion.tools import i18n_build as build
 
-from companion.tools import drift
+from companion.tools import drift, zh_tw
 
 from .harness import ARTIFACTS, CHROMIUM_ARGS, ROOT, chromium_path, server, start_run_all
 from .test_learning_in_browser import RIGHT, WRONG, _type_into, _wait_for_text
@@ -43,26 +47,31 @@ def _stand_in_edition(folder):
     nbformat.write(nb, folder / NOTEBOOK)
 
 
-@pytest.fixture(scope="module")
-def chinese_dir(tmp_path_factory):
-    source = ROOT / "notebooks" / "zh-CN"
+@pytest.fixture(scope="module", params=["zh-CN", "zh-TW"])
+def chinese_dir(request, tmp_path_factory):
+    edition = request.param
+    source = ROOT / "notebooks" / edition
     if not (source / NOTEBOOK).exists():
+        if edition == "zh-TW":
+            pytest.fail("notebooks/zh-TW is missing: run make translations")
         source = tmp_path_factory.mktemp("edition") / "zh-CN"
         _stand_in_edition(source)
     work = tmp_path_factory.mktemp("student")
     # The release keeps the folder's name: the kernel starts in .../zh-CN and speaks it.
     subprocess.run([sys.executable, "-m", "companion.tools.release", str(source),
-                    str(work / "zh-CN")], check=True, timeout=120)
-    return work
+                    str(work / edition)], check=True, timeout=120)
+    return work, edition
 
 
 def test_a_chinese_reader_works_through_an_exercise(chinese_dir):
+    chinese_dir, edition = chinese_dir
+    say = zh_tw.converter() if edition == "zh-TW" else (lambda text: text)
     with server("lab", chinese_dir) as lab, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(15_000)
         try:
-            page.goto(f"{lab.url}/lab/workspaces/zh/tree/zh-CN/{NOTEBOOK}?reset&token="
+            page.goto(f"{lab.url}/lab/workspaces/zh/tree/{edition}/{NOTEBOOK}?reset&token="
                       f"{lab.token}", timeout=60_000)
             start_run_all(page)
             first = page.locator(".jp-MarkdownCell").first.inner_text()
@@ -72,7 +81,7 @@ def test_a_chinese_reader_works_through_an_exercise(chinese_dir):
             stub = cells.nth(next(i for i, t in enumerate(sources) if "def my_average" in t))
             check = cells.nth(next(i for i, t in enumerate(sources)
                                    if "average.check(my_average)" in t))
-            _wait_for_text(check.locator(".jp-OutputArea"), "尚未实现", 400)
+            _wait_for_text(check.locator(".jp-OutputArea"), say("尚未实现"), 400)
             _wait_for_text(page.locator(".jp-CodeCell").last.locator(".jp-OutputArea"),
                            "AssertionError", 400)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
@@ -80,37 +89,38 @@ def test_a_chinese_reader_works_through_an_exercise(chinese_dir):
 
             prediction = page.locator(".companion-prediction").first
             prediction.scroll_into_view_if_needed()
-            assert "预测：" in prediction.inner_text()
-            button = prediction.locator("button", has_text="锁定")
+            assert say("预测：") in prediction.inner_text()
+            button = prediction.locator("button", has_text=say("锁定"))
             if prediction.locator("select").count():
                 prediction.locator("select").select_option(index=1)
             else:
                 field = prediction.locator("input").first
                 field.fill("不是数字")
                 button.click()
-                _wait_for_text(prediction, "输入无效")
+                _wait_for_text(prediction, say("输入无效"))
                 field.fill("2")
             button.click()
-            _wait_for_text(prediction, "已锁定")
+            _wait_for_text(prediction, say("已锁定"))
 
             _type_into(page, stub, "average.hint()")
-            _wait_for_text(stub.locator(".jp-OutputArea"), "提示 1/")
+            _wait_for_text(stub.locator(".jp-OutputArea"), say("提示 1/"))
 
             _type_into(page, stub, WRONG)
             check.locator(".cm-content").click()
             page.keyboard.press("Shift+Enter")
-            shown = _wait_for_text(check.locator(".jp-OutputArea"), "位于你的代码")
+            shown = _wait_for_text(check.locator(".jp-OutputArea"), say("位于你的代码"))
             assert "Cell In[" in shown and "return x / torch.ones(3)" in shown, shown
-            assert "抛出了异常" in shown, shown
+            assert say("抛出了异常") in shown, shown
 
             _type_into(page, stub, RIGHT)
             check.locator(".cm-content").click()
             page.keyboard.press("Shift+Enter")
-            _wait_for_text(check.locator(".jp-OutputArea"), "✓ 00.average 在")
-            page.screenshot(path=str(ARTIFACTS / "chinese-00.png"), full_page=True)
+            _wait_for_text(check.locator(".jp-OutputArea"), say("✓ 00.average 在"))
+            page.screenshot(path=str(ARTIFACTS / f"chinese-{edition}-00.png"), full_page=True)
         except Exception:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "FAILED-chinese-00.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / f"FAILED-chinese-{edition}-00.png"),
+                            full_page=True)
             raise
         finally:
             browser.close()

@@ -1,0 +1,161 @@
+"""The zh-TW edition reads as Taiwan writes: no mainland-only terms, no inverted columns and
+rows, none of OpenCC's segmentation errors, and figures drawn with a Traditional font.
+
+The lists below are kept apart from the phrase table in companion/tools/zh_tw.py on
+purpose: they are what a Taiwan reader flagged, and the table is one way to get there.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from companion.tools import glossary, zh_tw
+
+ROOT = Path(__file__).resolve().parents[1]
+TW = ROOT / "notebooks" / "zh-TW"
+
+# Mainland-only words, and the Taiwan word a reader expects instead.
+MAINLAND = {
+    "並行": "平行 (資料平行, 管線平行: the MIT notes in Traditional Chinese)",
+    "流水線": "管線", "運算元": "運算子 (運算元 is an operand)", "全域性": "全域",
+    "區域性": "局部", "網絡": "網路", "幻燈片": "投影片", "軟體包": "套件",
+    "單元格": "儲存格", "視訊記憶體": "記憶體", "丟擲": "拋出", "塊 GPU": "張 GPU",
+    "“": "「", "”": "」", "打印": "印出 / 列印", "運行": "執行", "實現": "實作",
+    "返回": "傳回", "批大小": "批次大小", "反饋": "回饋", "交換機": "交換器",
+    "倉庫": "儲存庫", "推理": "推論", "閾值": "門檻", "規約": "歸約 (規約 reads as a statute)",
+    "程序組": "行程群組", "控制元件": "控制項", "小部件": "控制項", "示例": "範例",
+    "例項": "實例", "回撥": "回呼", "平臺": "平台", "計算機": "電腦", "互聯": "互連",
+    "掛起": "卡住", "計費": "計入", "報錯": "出錯", "拖動": "拖曳", "滑塊": "滑桿",
+    "默認": "預設", "質量": "品質", "簡體中文版": "繁體中文版", "通訊庫": "通訊函式庫",
+}
+# OpenCC's segmentation errors: characters that are wrong wherever they stand here.
+WRONG_CHARACTERS = {"隻": "只", "髮": "發", "上覆制": "上複製", "覆現": "重現",
+                    "個數據": "個資料", "數據": "資料"}
+WRONG_PATTERNS = {r"(?<![公英海千])里(?!程)": "裡 (里 is a unit of distance)"}
+# Column and row: Taiwan writes 欄 for a column and 列 for a row; these are the mainland
+# order, which a Taiwan reader reads inverted.
+INVERTED = ("(?<!平)行平行", "按行", "行切分", "輸入行", "輸出列", "行和列", "(?<!平)行組")
+# One word, one sense: a GPU kernel is not a CPU core (both 核心 after s2twp).
+KERNEL_AS_CORE = ("GPU 核心", "CUDA 核心", "融合核心", "核心啟動", "核心效率")
+
+
+def _notebook_texts():
+    for path in sorted(TW.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                yield f"{path.name}:{cell.id}", cell.source
+
+
+def _package_texts():
+    data = ROOT / "companion" / "i18n" / "data"
+    tables = json.loads((data / "messages.zh-TW.json").read_text(encoding="utf-8"))
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            for key, value in table.items():
+                yield f"messages.zh-TW.json:{name}:{key[:40]}", value
+    exercises = json.loads((data / "exercises.json").read_text(encoding="utf-8"))
+    for ex_id, entry in exercises.get("zh-TW", {}).items():
+        yield f"exercises.json:{ex_id}", "\n".join(
+            [entry.get("title", ""), entry.get("task", ""), *entry.get("hints", [])])
+
+
+def _document_texts():
+    yield "README.zh-TW.md", (ROOT / "README.zh-TW.md").read_text(encoding="utf-8")
+    for row in glossary.terms((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")):
+        yield f"glossary:{row['Term']}", row["zh-TW"]
+
+
+def _all_texts():
+    return [*_notebook_texts(), *_package_texts(), *_document_texts()]
+
+
+def _hits(needles, texts, regex=False):
+    found = []
+    for where, text in texts:
+        for needle in needles:
+            match = re.search(needle, text) if regex else (needle in text and needle)
+            if match:
+                at = text.index(match.group(0) if regex else needle)
+                found.append(f"{where}: {text[max(0, at - 12):at + 12]!r}")
+    return found
+
+
+def test_zh_tw_has_no_mainland_terms():
+    found = _hits(MAINLAND, _all_texts())
+    assert not found, ("mainland terms in zh-TW (see MAINLAND for the Taiwan word):\n"
+                       + "\n".join(found[:40]))
+
+
+def test_zh_tw_has_none_of_opencc_segmentation_errors():
+    texts = _all_texts()
+    found = _hits(WRONG_CHARACTERS, texts) + _hits(WRONG_PATTERNS, texts, regex=True)
+    assert not found, "\n".join(found[:40])
+
+
+def test_zh_tw_never_inverts_columns_and_rows():
+    texts = _all_texts()
+    assert not _hits(INVERTED, texts, regex=True), _hits(INVERTED, texts, regex=True)[:20]
+    nb05 = dict(_notebook_texts())
+    assert "fc1 欄平行，fc2 列平行" in "".join(
+        t for k, t in nb05.items() if k.startswith("05_"))
+    rows = {r["Term"]: r["zh-TW"] for r in glossary.terms(
+        (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8"))}
+    split = next(v for k, v in rows.items() if "column" in k.lower())
+    assert "欄平行" in split and "列平行" in split and split.index("欄") < split.index("列")
+
+
+def test_a_gpu_kernel_is_not_written_as_a_cpu_core():
+    assert not _hits(KERNEL_AS_CORE, _all_texts())
+
+
+@pytest.mark.parametrize("simplified, traditional", [
+    ("fc1 列并行，fc2 行并行", "fc1 欄平行，fc2 列平行"),   # column, row
+    ("按列切分；按行切分", "按欄切分；按列切分"),
+    ("表格的最后一行和第一列", "表格的最後一列和第一欄"),
+    ("输出的第一行以 `[launch]` 开头", "輸出的第一行以 `[launch]` 開頭"),   # a line stays 行
+    ("序列并行把序列切开，列表", "序列平行把序列切開，串列"),
+    ("执行、运行与进程", "執行、執行與行程"),
+    ("仿真时间与模拟器", "仿真時間與模擬器"),      # emulated and simulated stay apart
+    ("GPU 内核和 2 个 CPU 核心", "GPU kernel 和 2 個 CPU 核心"),
+    ("“引号”里只有一块 GPU", "「引號」裡只有一張 GPU"),
+])
+def test_the_converter_on_sentences_a_reader_checked(simplified, traditional):
+    assert zh_tw.converter()(simplified) == traditional
+
+
+def test_the_traditional_readme_names_itself_and_links_to_the_simplified_one():
+    text = (ROOT / "README.zh-TW.md").read_text(encoding="utf-8")
+    head = "\n".join(text.splitlines()[:4])
+    assert "繁體中文版" in head and "(README.zh-CN.md)" in head
+    assert "(README.zh-TW.md)" not in head, "the page links to itself"
+    simplified = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert "(README.zh-TW.md)" in "\n".join(simplified.splitlines()[:4])
+
+
+def test_zh_tw_figures_use_the_traditional_font():
+    import matplotlib as mpl
+    from fontTools.ttLib import TTFont
+
+    import companion.plotting as plotting
+    font = plotting.CJK_FONTS["zh-TW"]
+    assert TTFont(font)["name"].getDebugName(1) == "Noto Sans CJK TC"
+    tables = json.loads((ROOT / "companion" / "i18n" / "data" / "messages.zh-TW.json")
+                        .read_text(encoding="utf-8"))
+    text = "".join(v for t in tables.values() if isinstance(t, dict) for v in t.values())
+    cmap = TTFont(font).getBestCmap()
+    missing = sorted({c for c in text if ord(c) > 0x2E7F and ord(c) not in cmap})
+    assert not missing, f"re-run python -m companion.tools.fontsubset: {missing}"
+    saved = {k: list(mpl.rcParams[k]) for k in ("font.sans-serif", "font.family")}
+    try:
+        assert plotting.use_cjk_font("zh-TW") == "Noto Sans CJK TC"
+        assert "Noto Sans CJK SC" not in mpl.rcParams["font.sans-serif"]
+        assert plotting.use_cjk_font("zh-CN") == "Noto Sans CJK SC"
+        assert "Noto Sans CJK TC" not in mpl.rcParams["font.sans-serif"]
+    finally:
+        for key, value in saved.items():
+            mpl.rcParams[key] = value
