@@ -116,10 +116,12 @@ def _table(language: str) -> dict:
     if language == "zh-CN":
         from .messages import ZH_CN
         from .notebook_strings import NOTEBOOK_ZH_CN
-        return {**NOTEBOOK_ZH_CN, **ZH_CN}
+        from .checker_strings import CHECKER_ZH_CN
+        return {**NOTEBOOK_ZH_CN, **CHECKER_ZH_CN, **ZH_CN}
     if language == "zh-TW":
         generated = json.loads(TRADITIONAL.read_text(encoding="utf-8"))
-        return {**generated["notebook"], **generated["messages"]}
+        return {**generated["notebook"], **generated.get("checker", {}),
+                **generated["messages"]}
     return {}
 
 

@@ -96,15 +96,6 @@ ZH_CN = {
     "Measured: {shown}. (No prediction was locked in: next time commit to one first; "
     "being wrong is where the learning happens.)":
         "测量值：{shown}。（没有锁定预测：下次请先给出你的预测；猜错正是学习发生的地方。）",
-    "You predicted {value}; the answer is {measured}. ":
-        "你的预测是 {value}；答案是 {measured}。",
-    "Right.": "正确。",
-    "Not this time: read on for why.": "这次没猜中：继续往下读，看看原因。",
-    "You predicted {value}; measured {shown} ": "你的预测是 {value}；测量值为 {shown}",
-    "(within {tol}": "（误差在 {tol} 以内",
-    "(outside {tol}": "（误差超出 {tol}",
-    " or {abs_tol}": " 或 {abs_tol}",
-    "; your number is {ratio}x the measurement).": "；你的数值是测量值的 {ratio} 倍）。",
     "<b>Predict:</b> {question}": "<b>预测：</b>{question}",
     "choose ...": "请选择……",
     "your number": "你的数值",

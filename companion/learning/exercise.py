@@ -58,7 +58,7 @@ from .attempt import attempt_rank, expected_rank, well_formed
 from .patterns import summary
 from .recording import BACKEND, Call
 from .rules import answer_rules, codes_of, resolve
-from .verdict import Verdict, forbidden, launch_failure, short_name, tampered
+from .verdict import Verdict, forbidden, launch_failure, reworded, short_name, tampered
 from ..i18n import _, exercise_text, get_language
 
 __all__ = ["Exercise", "Verdict", "exercise", "register", "all_exercises", "LEVELS", "KINDS",
@@ -147,7 +147,7 @@ class Exercise:
         by_reason: dict[str, list[str]] = {}
         for k, v in self.rules.items():   # one line per reason: long lists stay short
             if not k.rpartition(".")[2].startswith("_"):   # the checker's private helpers
-                by_reason.setdefault(_(v), []).append(f"`{short_name(k)}`")
+                by_reason.setdefault(reworded(v), []).append(f"`{short_name(k)}`")
         rules = "".join(_("\n- not allowed: {names} ({reason})").format(
             names=", ".join(names), reason=reason) for reason, names in by_reason.items())
         return (_("**Exercise {id} ({level}, {kind}, {points} points): {title}**").format(
@@ -230,7 +230,7 @@ class Exercise:
             first = results[0]
             return (tampered(first["tampered"]) if first["tampered"] else
                     forbidden(first["forbidden"]) if first["forbidden"] else
-                    Verdict("precheck", first["problem"]))
+                    Verdict("precheck", reworded(first["problem"])))
         return self._judge_attempt(results)
 
     def _judge_attempt(self, results) -> Verdict:
@@ -252,7 +252,7 @@ class Exercise:
                                                          where=where))
         calls = [[Call(*c) for c in r["calls"]] for r in results]
         if self.pattern is not None:
-            problem = self.pattern(calls, self.world_size)
+            problem = reworded(self.pattern(calls, self.world_size) or "").rstrip(".")
             if problem:
                 # Like a wrong value, a wrong pattern points at the student's code.
                 return Verdict("pattern", _("the values are right, but the communication "

@@ -16,6 +16,7 @@ notebook 00.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -26,7 +27,7 @@ import sysconfig
 import torch
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
-from ..i18n import _
+from ..i18n import _, get_language
 from ..validation import positive_number
 
 __all__ = ["student_frame", "location", "defined_at", "difference", "show_tensor"]
@@ -161,6 +162,13 @@ def _align(got, expected):
     return got
 
 
+def _entry(path) -> str:
+    """``['name']`` of a result's entry; a named one (what a probe measures, a problem's
+    name) in the current language."""
+    return "".join(f"[{reworded(k.key)!r}]" if isinstance(getattr(k, "key", None), str)
+                   else keystr((k,)) for k in path)
+
+
 def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | None:
     """None when ``got`` matches ``expected``, else which leaf differs and how."""
     for name, value in (("rtol", rtol), ("atol", atol)):
@@ -185,7 +193,7 @@ def difference(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | Non
                                                  n_expected=len(exp_leaves),
                                                  spec_expected=exp_spec)
     for (path, g), (_path, e) in zip(got_leaves, exp_leaves):
-        where = _("entry {path} ").format(path=keystr(path)) if path else ""
+        where = _("entry {path} ").format(path=_entry(path)) if path else ""
         if isinstance(e, torch.Tensor):
             problem = _tensor_difference(g, e, rtol, atol)
         elif isinstance(e, float) and isinstance(g, (int, float)):
@@ -211,3 +219,46 @@ def defined_at(candidate) -> str:
         return ""
     return _(" (your {name}, defined at {where})").format(
         name=found[2], where=location(found[0], found[1]))
+
+
+# ---- the checker's texts in the current language ----------------------------------------
+_FIELD = re.compile(r"(\{[^{}]+\})")
+
+
+def say(template: str, **fields) -> str:
+    """``template`` in the current language (:mod:`companion.i18n.checker_strings`), then
+    filled in: the Chinese is one whole sentence, not fragments joined in English order."""
+    return _(template).format(**fields)
+
+
+@functools.lru_cache(maxsize=None)
+def _templates() -> tuple:
+    """(regex, fields, key) for each f-string template of the checker table, the most
+    specific (longest fixed text) first."""
+    from ..i18n.checker_strings import WRITTEN_ZH_CN
+    found = []
+    for key in WRITTEN_ZH_CN:
+        parts = _FIELD.split(key)
+        if len(parts) == 1:
+            continue
+        regex = "".join(re.escape(p) if i % 2 == 0 else "(.*?)" for i, p in enumerate(parts))
+        found.append((len(key) - sum(map(len, parts[1::2])),
+                      re.compile(regex + r"\Z", re.S), parts[1::2], key))
+    return tuple(t[1:] for t in sorted(found, key=lambda t: -t[0]))
+
+
+def reworded(text):
+    """A problem the exercise modules wrote as an English f-string, in the current
+    language: found again by the f-string's template (its key in the checker table), its
+    fields reworded the same way, so a "why" inside it is translated too. The exercise
+    modules keep writing plain f-strings; English passes through unchanged."""
+    if not isinstance(text, str) or get_language() == "en":
+        return text
+    if _(text) != text:
+        return _(text)
+    for regex, fields, key in _templates():
+        found = regex.match(text)
+        if found:
+            values = {f: reworded(v) for f, v in reversed(list(zip(fields, found.groups())))}
+            return _FIELD.sub(lambda m: values.get(m.group(1), m.group(1)), _(key))
+    return text

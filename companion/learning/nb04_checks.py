@@ -31,6 +31,7 @@ import torch
 from ..pipeline.ops import Op, Schedule
 from ..pipeline.tinymlp import run_pipeline
 from ..pipeline.simulate import simulate
+from .feedback import reworded, say
 
 # Pieces of notebook 04's exercises: companion.learning.nb04 imports them; students call
 # exercise("04.one-f-one-b").check(...), so nothing here is public API.
@@ -147,7 +148,7 @@ def neighbour_messages(microbatches: int = MICROBATCHES,
             for names in (("send", "isend"), ("recv", "irecv")):
                 got = sum(1 for c in calls if c.name in names and c.peer == peer)
                 if got != want:
-                    per = "micro-batch" + (" and chunk" if chunks > 1 else "")
+                    per = "micro-batch and chunk" if chunks > 1 else "micro-batch"
                     return (f"it made {got} {names[0]}s with rank {peer}; a stage exchanges "
                             f"one message per {per} ({want}) with each neighbour "
                             f"({what} rank {peer})")
@@ -228,7 +229,8 @@ def precheck_plan(candidate, cases=PLAN_CASES) -> str | None:
         problem = _plan_problem(candidate(p, batch_size, target, budget), p, batch_size,
                                 target, budget)
         if problem:
-            return problem + "." + defined_at(candidate)
+            return say("{problem}.{where}", problem=reworded(problem),
+                       where=defined_at(candidate))
     return None
 
 

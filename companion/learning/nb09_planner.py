@@ -16,6 +16,7 @@ import sys
 from .. import hybrid, planner
 from .exercise import Exercise, register
 from .feedback import defined_at as _defined_at
+from .feedback import reworded, say
 
 
 MODEL = planner.MODELS["Llama-3 70B"]
@@ -94,7 +95,8 @@ class _PlannerExercise(Exercise):
                 except (TypeError, ValueError) as err:
                     problem = f"the planner cannot evaluate {config}: {err}"
             if problem:
-                return f"on {name}: {problem}{where}"
+                return say("on {name}: {problem}{where}", name=reworded(name),
+                           problem=reworded(problem), where=where)
             passed, text = planner.critique(mine, self.fastest[name], cluster)
             if not passed:
                 return f"on {name}, the cost model rejects it{where}:\n  {text}"

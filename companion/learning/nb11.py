@@ -158,12 +158,15 @@ def _hier_pattern(calls_per_rank, world_size):
                     "messages over the slow links whatever its size")
         for link in ("inter", "intra"):
             if abs(got[link] - want[link]) > 1e-9:
-                return (f"rank {rank} put {got[link]:g} bytes on the {link}-node links (a ring "
+                if link == "inter":
+                    return (f"rank {rank} put {got[link]:g} bytes on the inter-node links (a "
+                            f"ring per call); the hierarchical all-reduce of a {n_bytes}-byte "
+                            f"tensor puts {want[link]:g} there: across nodes only this rank's "
+                            f"1/{k} of the node's sum travels")
+                return (f"rank {rank} put {got[link]:g} bytes on the intra-node links (a ring "
                         f"per call); the hierarchical all-reduce of a {n_bytes}-byte tensor "
-                        f"puts {want[link]:g} there: "
-                        + ("across nodes only this rank's 1/" + str(k) + " of the node's sum "
-                           "travels" if link == "inter" else
-                           "a reduce-scatter and an all-gather of the tensor inside the node"))
+                        f"puts {want[link]:g} there: a reduce-scatter and an all-gather of the "
+                        "tensor inside the node")
     return None
 
 

@@ -26,6 +26,7 @@ from . import nb09
 from .exercise import Exercise, register
 from .feedback import defined_at
 from .patterns import all_of, counts, only, per_rank
+from .feedback import reworded, say
 
 
 def dp_tp_step(coords: tuple[int, int], cluster, tp: int) -> dict:
@@ -83,7 +84,8 @@ def placement_reference(rank: int, nodes: int, ranks_per_node: int, tp: int) -> 
 
 def _placement_problem(candidate) -> str | None:
     problem = _placement_shapes(candidate)
-    return problem + "." + defined_at(candidate) if problem else None
+    return say("{problem}.{where}", problem=reworded(problem),
+               where=defined_at(candidate)) if problem else None
 
 
 def _placement_shapes(candidate) -> str | None:

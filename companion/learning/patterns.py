@@ -15,6 +15,8 @@ from __future__ import annotations
 import collections
 
 from ..validation import callable_arg, positive_int
+from ..i18n import _
+from .feedback import reworded, say
 from .watch import COMM_FUNCTIONS, P2P
 
 _KNOWN = set(COMM_FUNCTIONS) | {"batch_isend_irecv"}
@@ -30,12 +32,13 @@ __all__ = ["only", "counts", "per_rank", "all_of", "summary", "link_class"]
 
 
 def summary(calls) -> str:
-    """``"3 isend, 3 irecv (forward)"`` for one rank's calls."""
+    """``"3 isend, 3 irecv (forward)"`` for one rank's calls, in the current language."""
     c = collections.Counter((x.name, x.phase) for x in calls)
     if not c:
-        return "no communication"
-    return ", ".join(f"{n} {name}" + (" in backward" if phase == "backward" else "")
-                     for (name, phase), n in sorted(c.items()))
+        return say("no communication")
+    return say(", ").join(say("{n} {name} in backward" if phase == "backward" else
+                              "{n} {name}", n=n, name=name)
+                          for (name, phase), n in sorted(c.items()))
 
 
 def only(*allowed: str, why: str = ""):
@@ -47,8 +50,11 @@ def only(*allowed: str, why: str = ""):
         for rank, calls in enumerate(calls_per_rank):
             other = sorted({c.name for c in calls} - allowed_set)
             if other:
-                return (f"rank {rank} called {', '.join(other)}; this exercise allows only "
-                        f"{', '.join(sorted(allowed_set))}" + (f" ({why})" if why else ""))
+                fields = dict(rank=rank, called=", ".join(other), why=reworded(why),
+                              allows=", ".join(sorted(allowed_set)))
+                return say("rank {rank} called {called}; this exercise allows only {allows} "
+                           "({why})" if why else "rank {rank} called {called}; this "
+                           "exercise allows only {allows}", **fields)
         return None
     return pattern
 
@@ -74,9 +80,15 @@ def counts(expected, phase: str | None = None, why: str = ""):
                 names = (names,) if isinstance(names, str) else tuple(names)
                 got = sum(1 for c in calls if c.name in names and phase in (None, c.phase))
                 if got != n:
-                    label = " or ".join(names) + (f" in {phase}" if phase else "")
-                    return (f"rank {rank} made {got} {label} call(s); the pattern needs {n}"
-                            + (f" ({why})" if why else "") + f". It made: {summary(calls)}.")
+                    label = say(" or ").join(names)
+                    if phase:
+                        label = say("{names} in {phase}", names=label, phase=_(phase))
+                    fields = dict(rank=rank, got=got, label=label, n=n, why=reworded(why),
+                                  made=summary(calls))
+                    return say("rank {rank} made {got} {label} call(s); the pattern needs {n} "
+                               "({why}). It made: {made}" if why else "rank {rank} made "
+                               "{got} {label} call(s); the pattern needs {n}. It made: {made}",
+                               **fields)
         return None
     return pattern
 
@@ -88,7 +100,7 @@ def per_rank(check):
         for rank, calls in enumerate(calls_per_rank):
             problem = check(rank, world_size, calls)
             if problem:
-                return f"rank {rank}: {problem}"
+                return say("rank {rank}: {problem}", rank=rank, problem=reworded(problem))
         return None
     return pattern
 

@@ -19,8 +19,53 @@ import math
 
 from ..i18n import _
 from ..validation import positive_number
+from .feedback import say
 
 __all__ = ["Prediction", "predict"]
+
+# One whole sentence per case, so a translation keeps its own word order.
+_VERDICTS = {
+    (True, False): "You predicted {value}; measured {shown} (within {tol}; your number is "
+                   "{ratio}x the measurement).",
+    (False, False): "You predicted {value}; measured {shown} (outside {tol}; your number is "
+                    "{ratio}x the measurement).",
+    (True, True): "You predicted {value}; measured {shown} (within {tol} or {abs_tol}; your "
+                  "number is {ratio}x the measurement).",
+    (False, True): "You predicted {value}; measured {shown} (outside {tol} or {abs_tol}; "
+                   "your number is {ratio}x the measurement).",
+}
+
+
+class Question(str):
+    """A question a cell fills in with its numbers (:func:`question`): the English text,
+    which also carries its template, so the Chinese edition translates the whole question
+    and fills in the same numbers."""
+
+    template: str = ""
+    fields: dict = {}
+
+
+def question(template: str, **fields) -> Question:
+    """``template.format(**fields)``, translatable as a whole: use it instead of an
+    f-string for a prediction question that states the cell's numbers, e.g.
+    ``prediction(question("On P={P} ranks, ...", P=P), unit="x")``."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError("template: pass the question as text with {name} fields, e.g. "
+                         "question('On P={P} ranks ...?', P=4)")
+    try:
+        found = Question(template.format(**fields))
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(f"template={template!r}: its fields and the values passed differ "
+                         f"({err!r}); pass one keyword per {{name}}") from None
+    found.template, found.fields = template, dict(fields)
+    return found
+
+
+def asked(text: str) -> str:
+    """The question in the current language (a :func:`question` translated whole)."""
+    if isinstance(text, Question):
+        return say(text.template, **text.fields)
+    return _(text)
 
 
 @dataclasses.dataclass
@@ -56,18 +101,15 @@ class Prediction:
             return None
         if self.choices is not None:
             ok = self.value == measured
-            print(_("You predicted {value}; the answer is {measured}. ").format(
-                value=repr(self.value), measured=repr(measured))
-                  + (_("Right.") if ok else _("Not this time: read on for why.")))
+            print(say("You predicted {value}; the answer is {measured}. Right." if ok else
+                      "You predicted {value}; the answer is {measured}. Not this time: read "
+                      "on for why.", value=repr(self.value), measured=repr(measured)))
             return ok
         value = float(self.value)
         ok = math.isclose(value, float(measured), rel_tol=rel_tol, abs_tol=abs_tol)
         ratio = value / measured if measured else math.inf
-        print(_("You predicted {value}; measured {shown} ").format(
-                  value=_fmt(value, self.unit), shown=shown)
-              + (_("(within {tol}") if ok else _("(outside {tol}")).format(tol=f"{rel_tol:.0%}")
-              + (_(" or {abs_tol}").format(abs_tol=f"{abs_tol:g}") if abs_tol else "")
-              + _("; your number is {ratio}x the measurement).").format(ratio=f"{ratio:.2f}"))
+        print(say(_VERDICTS[ok, bool(abs_tol)], value=_fmt(value, self.unit), shown=shown,
+                  tol=f"{rel_tol:.0%}", abs_tol=f"{abs_tol:g}", ratio=f"{ratio:.2f}"))
         return ok
 
 

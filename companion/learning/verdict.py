@@ -12,6 +12,7 @@ import dataclasses
 import traceback
 
 from . import feedback
+from .feedback import reworded
 from ..i18n import _
 
 __all__ = ["Verdict", "FORBIDDEN_TAG", "short_name", "not_implemented", "crash", "forbidden",
@@ -86,7 +87,7 @@ def crash(err, rank) -> Verdict:
 def forbidden(hits) -> Verdict:
     name, reason = hits[0]
     return Verdict("forbidden", _("your code called `{name}`, which this exercise does not "
-                                  "allow: {reason}").format(name=name, reason=_(reason)))
+                                  "allow: {reason}").format(name=name, reason=reworded(reason)))
 
 
 def _tampering(what: str, detail: str) -> str:

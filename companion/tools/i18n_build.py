@@ -206,10 +206,12 @@ def messages_module(convert) -> str:
     """The zh-TW tables (JSON): messages.py and notebook_strings.py through s2twp."""
     from ..i18n.messages import ZH_CN
     from ..i18n.notebook_strings import NOTEBOOK_ZH_CN
+    from ..i18n.checker_strings import CHECKER_ZH_CN
     tables = {"_generated": "by python -m companion.tools.i18n_build from messages.py and "
                             "notebook_strings.py (OpenCC s2twp): do not edit",
               "messages": {k: convert(v) for k, v in ZH_CN.items()},
-              "notebook": {k: convert(v) for k, v in NOTEBOOK_ZH_CN.items()}}
+              "notebook": {k: convert(v) for k, v in NOTEBOOK_ZH_CN.items()},
+              "checker": {k: convert(v) for k, v in CHECKER_ZH_CN.items()}}
     return json.dumps(tables, ensure_ascii=False, indent=1) + "\n"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..learning.predict import Prediction, predict
+from ..learning.predict import Prediction, asked, predict
 from ..i18n import _
 from ._base import guarded, showing
 
@@ -55,7 +55,7 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
     button = widgets.Button(description=_("Lock in"), button_style="primary")
     status = widgets.Output()
     # The question is the notebook's (English) code; messages.NOTEBOOK_ZH_CN translates it.
-    label = _("<b>Predict:</b> {question}").format(question=_(question)) + (
+    label = _("<b>Predict:</b> {question}").format(question=asked(question)) + (
         f" <i>({_(unit)})</i>" if unit else "")
 
     @guarded(status)   # a typo (ValueError) shows as "Invalid input: ...", not a traceback
