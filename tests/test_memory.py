@@ -90,6 +90,9 @@ def test_communication_volume_2_2_2_3():
         assert [v["multiple"] for v in vols] == [2, 2, 2, 3]
         unit = 2000 * (n - 1) / n
         assert [v["total"] / unit for v in vols] == pytest.approx([2, 2, 2, 3])
+        # "x the parameter bytes" is the exact ratio: 1.5x for DDP on 4 ranks
+        assert [v["times_params"] for v in vols] == pytest.approx(
+            [m * (n - 1) / n for m in (2, 2, 2, 3)])
 
 
 def test_ledger_and_held_bytes():

@@ -162,9 +162,11 @@ def communication_volume(num_params, world_size, stage, bytes_per_element=2) -> 
 
     Every stage moves the gradients once through a reduce-scatter (an all-reduce is a
     reduce-scatter plus an all-gather) and the parameters once through an all-gather;
-    stage 3 all-gathers the parameters twice (forward and backward). In units of the
-    parameter bytes: 2x, 2x, 2x, 3x. Returns per-collective bytes, ``"total"`` (ring
-    bytes sent, (N - 1) / N of the multiple) and ``"multiple"`` (2 or 3).
+    stage 3 all-gathers the parameters twice (forward and backward). Returns
+    per-collective bytes, ``"total"`` (ring bytes each rank sends), ``"times_params"``
+    (``total`` over the parameter bytes: the course's "x the parameter bytes", exactly
+    ``m (N - 1) / N``) and ``"multiple"`` (``m``: 2, 2, 2, 3, the large-N limit that CS336
+    L8 quotes as "2x" and "3x"). Taught in notebook 03, section 3.
     """
     _positive("num_params", num_params)
     _positive("world_size", world_size)
@@ -176,6 +178,7 @@ def communication_volume(num_params, world_size, stage, bytes_per_element=2) -> 
     # _positive lets a whole float through (8.0 ranks); ring_bytes counts ranks as ints
     out = {op: count * ring_bytes(op, payload, int(world_size)) for op, count in ops.items()}
     out["total"] = sum(out.values())
+    out["times_params"] = out["total"] / payload
     out["multiple"] = 3 if stage == 3 else 2
     return out
 

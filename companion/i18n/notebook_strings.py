@@ -16,9 +16,10 @@ NOTEBOOK_ZH_CN = {
         "N = 4 个 rank 时，全规约之后 rank 2 持有的数是多少？",
     "How many bytes per parameter does each GPU keep for the five items above together?":
         "上面五项加在一起，每个 GPU 为每个参数保存多少字节？",
-    "ZeRO-3 / FSDP: how many times the parameter bytes does each rank send per step "
-    "(DDP: 2)?":
-        "ZeRO-3 / FSDP：每一步每个 rank 发送的字节数是参数字节数的多少倍（DDP 为 2）？",
+    "ZeRO-3 / FSDP on these 4 ranks: how many times the parameter bytes does each "
+    "rank send per step (DDP: 2(N-1)/N = 1.5)?":
+        "ZeRO-3 / FSDP 在这 4 个 rank 上：每一步每个 rank 发送的字节数是参数字节数的多少倍"
+        "（DDP 为 2(N-1)/N = 1.5）？",
     "ms": "毫秒",
     "bytes": "字节",
     "x the parameter bytes": "倍参数字节数",
