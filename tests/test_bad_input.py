@@ -72,6 +72,8 @@ from companion.autoparallel import layers as ALY
 from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
 from companion.tools import bootstrap as BOOT
+from companion.tools import zh_tw as ZHTW
+import companion.plotting as PLOT
 # the modules themselves come from importlib.
 wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
@@ -212,6 +214,9 @@ CASES = [
     Case("grade/course", lgrade.grade, (NOTEBOOKS_DIR,), {"course": "/nonexistent-folder"}, ValueError, "course="),
     Case("grade/progress", lgrade.grade, (NOTEBOOKS_DIR,), {"progress": "loud"}, ValueError, "progress="),
     Case("cli/grade-missing-folder", cli, (["grade", "/nonexistent-folder"],), {}, SystemExit, "submissions="),
+    # --- the zh-TW conversion and its figure font -----------------------------------
+    Case("swap_columns_and_rows/not-str", ZHTW.swap_columns_and_rows, (["列"],), {}, TypeError, "text"),
+    Case("use_cjk_font/language", PLOT.use_cjk_font, ("zh-HK",), {}, ValueError, "language"),
     # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap) -----------------
     Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
     Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),

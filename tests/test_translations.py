@@ -145,7 +145,7 @@ def test_the_checker_hints_and_predictions_speak_chinese(language, capsys):
     assert capsys.readouterr().out.startswith("提示 1/")
     assert repr(ex).startswith("练习 00.average（")
     language("zh-TW")
-    assert not_implemented().message.startswith("尚未實現")
+    assert not_implemented().message.startswith("尚未實作")   # Taiwan: 實作 (implement)
 
 
 def test_exercise_text_comes_from_the_translation_table(language, monkeypatch, capsys):

@@ -17,7 +17,8 @@ output stays byte-identical), and each exercise's title, task and hints, taken f
 translators' files by ``python -m companion.tools.i18n_build`` (``data/exercises.json``).
 Why a table and not gettext ``.po``/``.mo`` files: ``.mo`` is a compiled binary that a
 build step must regenerate and git cannot diff, while the table is reviewed as code, its
-zh-TW half (``data/messages.zh-TW.json``) is generated from the zh-CN half by OpenCC, and
+zh-TW half (``data/messages.zh-TW.json``) is generated from the zh-CN half in Taiwan usage
+(:mod:`companion.tools.zh_tw`), and
 tests/test_translations.py
 checks that every ``_("...")`` in the package has both.
 """
@@ -132,7 +133,7 @@ def gettext(message: str) -> str:
 
 _ = gettext
 DATA = Path(__file__).with_name("data") / "exercises.json"
-# zh-TW tables, generated from messages.py and notebook_strings.py by the build (s2twp)
+# zh-TW tables, generated from the zh-CN tables by the build (companion.tools.zh_tw)
 TRADITIONAL = Path(__file__).with_name("data") / "messages.zh-TW.json"
 
 

@@ -42,11 +42,13 @@ def characters() -> str:
     import opencc   # pinned in requirements.txt (the build tool uses it too)
     traditional = set(opencc.OpenCC("s2twp").convert("".join(sorted(gb_level1))))
     from ..i18n import TRADITIONAL
+    from ..i18n.checker_strings import CHECKER_ZH_CN
     from ..i18n.messages import ZH_CN
     from ..i18n.notebook_strings import NOTEBOOK_ZH_CN
     tw = json.loads(TRADITIONAL.read_text(encoding="utf-8"))
-    ours = set("".join([*ZH_CN.values(), *NOTEBOOK_ZH_CN.values(),
-                        *tw["messages"].values(), *tw["notebook"].values()]))
+    ours = set("".join([*ZH_CN.values(), *NOTEBOOK_ZH_CN.values(), *CHECKER_ZH_CN.values(),
+                        *(v for table in tw.values() if isinstance(table, dict)
+                          for v in table.values())]))
     punctuation = {chr(c) for c in range(0x3000, 0x3040)} | \
         {chr(c) for c in range(0xFF00, 0xFFF0)} | set("“”‘’—…·")
     return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))

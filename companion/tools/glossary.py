@@ -1,5 +1,5 @@
 """docs/glossary.md's language columns: each table has ``zh-CN`` and ``zh-TW``
-columns after ``Term``; the zh-TW one is generated from zh-CN (OpenCC s2twp) by
+columns after ``Term``; the zh-TW one is generated from zh-CN (companion.tools.zh_tw) by
 ``python -m companion.tools.i18n_build``, and :func:`terms` feeds the glossary test."""
 from __future__ import annotations
 

@@ -10,8 +10,9 @@ From ``notebooks/*.ipynb`` (the single source of truth for code) and the transla
 * ``notebooks/zh-CN/<name>.ipynb``: the English notebook, each markdown cell replaced
   by its translation (links to ``../docs`` re-pointed one folder up), code cells and all
   metadata copied, ``metadata.companion.language = "zh-CN"``;
-* ``notebooks/zh-TW/<name>.ipynb``: the same, the markdown converted by OpenCC's s2twp
-  (Simplified to Traditional with Taiwan phrasing; pinned ``opencc`` in requirements.txt);
+* ``notebooks/zh-TW/<name>.ipynb``: the same, the markdown converted to Taiwan usage by
+  :mod:`companion.tools.zh_tw` (OpenCC's s2twp, pinned in requirements.txt, then the
+  course's reviewed phrase table);
 * ``companion/i18n/data/exercises.json``: the exercises' titles, tasks and hints in both
   (what ``Exercise`` shows when the language is Chinese);
 * ``companion/i18n/data/messages.zh-TW.json``: the package's message tables in zh-TW;
@@ -34,7 +35,7 @@ import nbformat
 
 from . import drift
 
-from . import glossary
+from . import glossary, zh_tw
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = ("zh-CN", "zh-TW")
@@ -68,31 +69,10 @@ class Paths:
         return self.root / "docs" / "glossary.md"
 
 
-# Where s2twp's Taiwan phrasing is the software sense, not the course's: "参数" is a
-# model's parameter (參數, as the MIT notes in Traditional Chinese write it), not a
-# function's argument (引數); "激活" is an activation, not "enabling" (啟用).
-COURSE_TERMS = {"参数": "參數", "激活": "激活"}
-
-
 def converter():
-    """OpenCC's Simplified -> Traditional (Taiwan standard, with Taiwan phrasing), with
-    :data:`COURSE_TERMS` kept as the course's notes write them."""
-    try:
-        import opencc
-    except ImportError:
-        sys.exit("the zh-TW edition needs OpenCC: pip install opencc==1.4.2 "
-                 "(it is in requirements.txt; make translations installs it)")
-    s2twp = opencc.OpenCC("s2twp").convert
-    marks = {term: chr(0xE000 + i) for i, term in enumerate(COURSE_TERMS)}  # private use
-
-    def convert(text: str) -> str:
-        for term, mark in marks.items():
-            text = text.replace(term, mark)
-        text = s2twp(text)
-        for term, mark in marks.items():
-            text = text.replace(mark, COURSE_TERMS[term])
-        return text
-    return convert
+    """zh-CN -> zh-TW: OpenCC's s2twp with the course's Taiwan phrase table
+    (:mod:`companion.tools.zh_tw`)."""
+    return zh_tw.converter()
 
 
 def exercise_hints(stem: str) -> list[tuple[str, int]]:
@@ -188,27 +168,33 @@ def skeleton(path: Path) -> dict:
 
 
 def traditional_readme(text: str, convert) -> str:
-    """README.zh-TW.md: README.zh-CN.md through s2twp, pointing at the zh-TW edition
+    """README.zh-TW.md: README.zh-CN.md converted to Taiwan usage, naming itself
+    Traditional, linking to the Simplified README, and pointing at the zh-TW edition
     (the translators' files stay translations/zh-CN: zh-TW is generated from them)."""
     text = convert(text)
-    for a, b in (("make lab EDITION=zh-CN   #", "make lab EDITION=zh-TW   #"),
+    for a, b in (("課程配套 notebook（簡體中文版）", "課程配套 notebook（繁體中文版，臺灣用語）"),
+                 ("[English](README.md) · 簡體中文 · [繁體中文](README.zh-TW.md)",
+                  "[English](README.md) · [简体中文](README.zh-CN.md) · 繁體中文"),
+                 ("make lab EDITION=zh-CN   #", "make lab EDITION=zh-TW   #"),
                  ("`notebooks/zh-CN/00_launching_ranks.ipynb`",
                   "`notebooks/zh-TW/00_launching_ranks.ipynb`"),
                  ("`notebooks/zh-CN/cheatsheet.ipynb`", "`notebooks/zh-TW/cheatsheet.ipynb`"),
                  ("voila notebooks/zh-CN/", "voila notebooks/zh-TW/"),
                  ('set_language("zh-CN")   # 或 "zh-TW"', 'set_language("zh-TW")   # 或 "zh-CN"')):
         text = text.replace(a, b)
-    return ("<!-- GENERATED from README.zh-CN.md by make translations (OpenCC s2twp): "
+    return ("<!-- GENERATED from README.zh-CN.md by make translations (companion.tools.zh_tw): "
             "edit that file. -->\n" + text)
 
 
 def messages_module(convert) -> str:
-    """The zh-TW tables (JSON): messages.py and notebook_strings.py through s2twp."""
+    """The zh-TW tables (JSON): messages.py, notebook_strings.py and checker_strings.py
+    converted to Taiwan usage."""
     from ..i18n.messages import ZH_CN
     from ..i18n.notebook_strings import NOTEBOOK_ZH_CN
     from ..i18n.checker_strings import CHECKER_ZH_CN
-    tables = {"_generated": "by python -m companion.tools.i18n_build from messages.py and "
-                            "notebook_strings.py (OpenCC s2twp): do not edit",
+    tables = {"_generated": "by python -m companion.tools.i18n_build from messages.py, "
+                            "notebook_strings.py and checker_strings.py "
+                            "(companion.tools.zh_tw): do not edit",
               "messages": {k: convert(v) for k, v in ZH_CN.items()},
               "notebook": {k: convert(v) for k, v in NOTEBOOK_ZH_CN.items()},
               "checker": {k: convert(v) for k, v in CHECKER_ZH_CN.items()}}

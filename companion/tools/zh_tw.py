@@ -81,6 +81,8 @@ _LI = re.compile(r"(?<![公英海千])里(?![程])")
 # 通過 is "by way of" (Taiwan: 透過) unless a test or a check passes
 _VIA = re.compile(r"(?<![不沒未算部就次樣上有])通過(?![。，：了；！、）\n]|$)")
 _LIBRARY = re.compile(r"(?<![存料倉式])庫")   # a software library: 函式庫
+# a software package (包 alone), not 包含, 包括, 包裝 or 包起來: Taiwan writes 套件
+_PACKAGE = re.compile(r"(?<![打區])(?<!軟體)包(?![含括裝起打圍])")
 _LATIN_THEN_HAN = re.compile(r"(kernel)(?=[\u4e00-\u9fff])")
 _QUOTES = str.maketrans({"“": "「", "”": "」", "‘": "『", "’": "』"})
 
@@ -96,6 +98,8 @@ _COLUMN_MARK, _ROW_MARK = chr(0xE0FC), chr(0xE0FD)
 def swap_columns_and_rows(text: str) -> str:
     """zh-CN ``text`` with each column's 列 and each row's 行 replaced by marks that
     :func:`converter` turns into Taiwan's 欄 and 列 (a line's 行 is left alone)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str of Simplified Chinese, got {type(text).__name__}")
     for phrase in LINE_SENSE:
         text = text.replace(phrase, phrase.replace("行", _LINE_MARK))
     text = _COLUMN.sub(_COLUMN_MARK, text)
@@ -124,7 +128,7 @@ def converter():
         text = text.replace(_COLUMN_MARK, "欄").replace(_ROW_MARK, "列")
         for mainland, taiwan in TAIWAN:
             text = text.replace(mainland, taiwan)
-        text = _CHIP.sub("顆", _CARD.sub("張", text))
+        text = _PACKAGE.sub("套件", _CHIP.sub("顆", _CARD.sub("張", text)))
         text = _VIA.sub("透過", _LIBRARY.sub("函式庫", _LI.sub("裡", text)))
         return _LATIN_THEN_HAN.sub(r"\1 ", text).translate(_QUOTES)
     return convert
