@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 from .validation import one_of, positive_int, positive_number
+from .i18n import _
 
 __all__ = ["cpu_cores", "max_world_size", "choose_backend", "validate_launch",
            "MAX_RANKS_PER_CORE"]
@@ -82,21 +83,21 @@ def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
             raise ValueError(f"backend='nccl' asked for, but CUDA cannot start here ({error}); "
                              "install a torch build that matches the driver, or use "
                              "backend='gloo'.")
-        return "nccl", f"asked for; {gpus} GPU(s), rank r on cuda:r"
+        return "nccl", _("asked for; {gpus} GPU(s), rank r on cuda:r").format(gpus=gpus)
     if backend == "gloo":
-        return "gloo", "asked for; ranks compute on CPU"
+        return "gloo", _("asked for; ranks compute on CPU")
     if gpus >= world_size and nccl:
         error = _cuda_start_error()
         if error:
-            return "gloo", (f"{gpus} GPU(s) visible but CUDA cannot start here ({error}), "
-                            "so ranks compute on CPU")
-        return "nccl", f"{gpus} GPU(s) visible, one per rank (rank r on cuda:r)"
+            return "gloo", _("{gpus} GPU(s) visible but CUDA cannot start here ({error}), so "
+                             "ranks compute on CPU").format(gpus=gpus, error=error)
+        return "nccl", _("{gpus} GPU(s) visible, one per rank (rank r on cuda:r)").format(gpus=gpus)
     if torch.version.cuda is None:
-        return "gloo", "this torch build has no CUDA, so ranks compute on CPU"
+        return "gloo", _("this torch build has no CUDA, so ranks compute on CPU")
     if gpus == 0:
-        return "gloo", "no GPU visible, so ranks compute on CPU"
-    return "gloo", (f"only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, "
-                    "so ranks compute on CPU")
+        return "gloo", _("no GPU visible, so ranks compute on CPU")
+    return "gloo", _("only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, so "
+                     "ranks compute on CPU").format(gpus=gpus, world_size=world_size)
 
 
 def validate_launch(world_size, timeout, backend) -> None:

@@ -13,11 +13,20 @@ import torch.distributed as dist
 
 from . import runtime
 from .experiments import experiment
+from .i18n import _
 from .validation import positive_int, preflight
 
 
+def _pad(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal columns (a hanzi takes two)."""
+    import unicodedata
+    wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+    return text + " " * max(0, width - len(text) - wide)
+
+
 def _whoami_table(results) -> str:
-    rows = [f"{'rank':>4}  {'pid':>7}  {'host':<16} {'backend':<7} {'device':<7} threads"]
+    rows = [f"{'rank':>4}  {'pid':>7}  {_pad(_('host'), 16)} {_pad(_('backend'), 7)} "
+            f"{_pad(_('device'), 7)} {_('threads')}"]
     rows += [f"{r['rank']:>4}  {r['pid']:>7}  {r['host'][:16]:<16} {r['backend']:<7} "
              f"{r['device']:<7} {r['threads']}" for r in results]
     return "\n".join(rows)
@@ -41,9 +50,11 @@ def _all_reduce_summary(results) -> str:
     n = len(results)
     expected = n * (n + 1) / 2
     got = sorted({r["after"] for r in results})
-    verdict = "OK" if got == [expected] else "MISMATCH"
-    return (f"each rank r contributed r+1; after all_reduce(SUM) every rank holds {got} "
-            f"(expected 1+2+...+{n} = {expected:g}): {verdict}")
+    message = (_("each rank r contributed r+1; after all_reduce(SUM) every rank holds {got} "
+                 "(expected 1+2+...+{n} = {expected}): OK") if got == [expected] else
+               _("each rank r contributed r+1; after all_reduce(SUM) every rank holds {got} "
+                 "(expected 1+2+...+{n} = {expected}): MISMATCH"))
+    return message.format(got=got, n=n, expected=f"{expected:g}")
 
 
 @experiment("all_reduce", summarize=_all_reduce_summary)
@@ -95,7 +106,7 @@ def launch_overhead(world_sizes=(1, 2, 4, 8), repeats: int = 5) -> dict[int, lis
     timings = {}
     for n in world_sizes:
         timings[n] = []
-        for _ in range(repeats):
+        for _repeat in range(repeats):
             start = time.perf_counter()
             launch(first_all_reduce, world_size=n)
             timings[n].append(time.perf_counter() - start)

@@ -249,12 +249,12 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     plugin = runtime.plugin_backend(backend)
     validate_launch(world_size, timeout, "gloo" if plugin else backend)
     run_preflight(fn, args, kwargs, world_size)  # the rank function's own checks (@preflight)
-    chosen, reason = ((backend, "registered with torch.distributed; ranks compute on CPU")
+    chosen, reason = ((backend, _("registered with torch.distributed; ranks compute on CPU"))
                       if plugin else choose_backend(backend, world_size))
     threads = 1 if chosen == "nccl" else max(1, cpu_cores() // world_size)
     info = LaunchInfo(world_size, chosen, reason, threads)
     if not plugin and (chosen, reason) != _last_announced:   # the checker's own: no news
-        print(f"[launch] {chosen} backend: {reason}")
+        print(_("[launch] {backend} backend: {reason}").format(backend=chosen, reason=reason))
         _last_announced = (chosen, reason)
 
     codec = getattr(fn, "result_codec", None)

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from .lr import lr_at
 from .sparse import ABLATION
 from .stacked import train_stacked
@@ -110,7 +111,7 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
 
 
 def _ablation_summary(results) -> str:
-    rows = [f"{'row':<24} final test accuracy per seed"]
+    rows = [tr("{row} final test accuracy per seed").format(row=f"{tr('row'):<24}")]
     for row, runs in results[0].items():
         rows.append(f"{row:<24} " + "  ".join(f"{r['test_acc'][-1]:.3f}" for r in runs))
     return "\n".join(rows)

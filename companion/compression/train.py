@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch, load_digits
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from .lr import lr_at
 from .powersgd import PowerSGD
 from .quantization import OneBit, QuantizedExchange, TernGrad, Threshold, TopKNoFeedback
@@ -169,9 +170,10 @@ def _accuracy(model, x, y) -> float:
 
 def _summary(results) -> str:
     r = results[0]
-    return (f"{r['method']}: final test accuracy {r['test_acc'][-1]:.3f}, "
-            f"{r['bytes'][-1]} B/step per rank vs {r['dense_bytes']} B dense "
-            f"({r['dense_bytes'] / r['bytes'][-1]:.0f}x)")
+    return tr("{method}: final test accuracy {acc:.3f}, {bytes} B/step per rank vs {dense} B "
+              "dense ({ratio:.0f}x)").format(method=r["method"], acc=r["test_acc"][-1],
+                                             bytes=r["bytes"][-1], dense=r["dense_bytes"],
+                                             ratio=r["dense_bytes"] / r["bytes"][-1])
 
 
 @experiment("compression_train", summarize=_summary)

@@ -29,6 +29,7 @@ from ..collectives import ALL_REDUCE_ALGORITHMS, traffic
 from ..collectives.traffic import exchange
 from ..data import digits_batch, load_digits
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..models import TinyMLP
 from ..validation import one_of, positive_int, positive_number, preflight
 
@@ -90,9 +91,10 @@ def single_process_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
 
 def _ps_summary(results) -> str:
     server = results[0]
-    return (f"parameter server: {len(results) - 1} workers, final loss "
-            f"{server['losses'][-1]:.4f}; server sent {server['traffic']['bytes_sent']} B "
-            f"and received {server['traffic']['bytes_received']} B")
+    return tr("parameter server: {workers} workers, final loss {loss:.4f}; server sent {sent} B "
+              "and received {received} B").format(
+        workers=len(results) - 1, loss=server["losses"][-1],
+        sent=server["traffic"]["bytes_sent"], received=server["traffic"]["bytes_received"])
 
 
 @experiment("collectives_parameter_server", summarize=_ps_summary)

@@ -43,6 +43,7 @@ from .. import runtime
 
 from ..collectives import log as comm_log
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..sequence_parallel.moe import ExpertParallelMoE, MoE
 from ..models import seeded
 from ..validation import positive_int, positive_number, preflight
@@ -136,10 +137,16 @@ def _max_diff(a: dict, b: dict) -> float:
     return max((a[n] - b[n]).abs().max().item() for n in a)
 
 
-@experiment("hybrid_ep_dp", summarize=lambda rs: (
-    f"max |param diff| {max(r['max_param_diff'] for r in rs):.1e}, max |grad diff| "
-    f"{max(r['max_grad_diff'] for r in rs):.1e}; bytes measured == closed form on every "
-    f"rank: {all(r['measured'] == r['predicted'] for r in rs)}"))
+def _summary(rs) -> str:
+    exact = all(r["measured"] == r["predicted"] for r in rs)
+    return (tr("max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == "
+               "closed form on every rank: True") if exact else
+            tr("max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == "
+               "closed form on every rank: False")).format(
+        param=max(r["max_param_diff"] for r in rs), grad=max(r["max_grad_diff"] for r in rs))
+
+
+@experiment("hybrid_ep_dp", summarize=_summary)
 @preflight(_check_ep_dp)
 def train_ep_dp(*, ep: int = 2, dp: int = 2, steps: int = 2, tokens: int = 16,
                 d_model: int = 16, d_ff: int = 32, n_experts: int = 4, top_k: int = 2,

@@ -40,6 +40,7 @@ from .. import data, runtime, tensor_parallel
 from ..collectives import log as comm_log
 from ..data_parallel.ddp import DDP
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..models import TinyTransformer
 from ..pipeline import make_schedule
 from ..validation import nonnegative_int, one_of, positive_int, preflight
@@ -114,10 +115,12 @@ def predicted_bytes(*, dp: int, tp: int, pp: int, batch: int, microbatches: int,
 
 def _summary(results) -> str:
     exact = all(r["measured"] == r["predicted"] for r in results)
-    return (f"max |param diff| {max(r['max_param_diff'] for r in results):.1e}, "
-            f"max |grad diff| {max(r['max_grad_diff'] for r in results):.1e}; bytes measured == "
-            f"planner on every rank: {exact}; slowest rank "
-            f"{max(r['seconds'] for r in results):.2f} s")
+    return (tr("max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == "
+               "planner on every rank: True; slowest rank {seconds:.2f} s") if exact else
+            tr("max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == "
+               "planner on every rank: False; slowest rank {seconds:.2f} s")).format(
+        param=max(r["max_param_diff"] for r in results),
+        grad=max(r["max_grad_diff"] for r in results), seconds=max(r["seconds"] for r in results))
 
 
 def _max_diff(a: dict, b: dict) -> float:

@@ -350,4 +350,222 @@ ZH_CN = {
         "它是检查器的决定",
     "an all-reduce rebuilds weights at twice an all-gather's traffic, and leaves every rank the full gradient: reduce-scatter it":
         "全规约重建权重的通信量是全收集的两倍，而且会让每个 rank 都持有完整的梯度：请对它做规约散射",
+    # ---- run-time text: notebook 04's schedule explorer (widgets/pipeline.py) -------------
+    "{name}, p={p}, m={m}{v}: utilisation {utilisation}, bubble {bubble} (closed form {formula} (ignores latency)); peak activations/stage {peaks}":
+        "{name}，p={p}，m={m}{v}：利用率 {utilisation}，气泡 {bubble}（闭式解 {formula}，未计延迟）；每个阶段的激活值峰值 {peaks}",
+    "{name}, p={p}, m={m}{v}: utilisation {utilisation}, bubble {bubble} (closed form {formula}); peak activations/stage {peaks}":
+        "{name}，p={p}，m={m}{v}：利用率 {utilisation}，气泡 {bubble}（闭式解 {formula}）；每个阶段的激活值峰值 {peaks}",
+    "{name}, p={p}, m={m}{v}: utilisation {utilisation}, bubble {bubble} (no closed form here); peak activations/stage {peaks}":
+        "{name}，p={p}，m={m}{v}：利用率 {utilisation}，气泡 {bubble}（此处没有闭式解）；每个阶段的激活值峰值 {peaks}",
+    # ---- notebook 05's Megatron diagram and split explorer, 06's ring (widgets/tensor_parallel.py)
+    "LayerNorm\non X[s/t]\n(per rank)":
+        "LayerNorm\n作用于 X[s/t]\n（每个 rank）",
+    "g (Megatron-SP)\nin place of f\nfwd: all-gather\nbwd: reduce-scatter":
+        "g（Megatron-SP）\n取代 f\n前向：全收集\n反向：规约散射",
+    "f\nfwd: identity\nbwd: all-reduce":
+        "f\n前向：恒等\n反向：全规约",
+    "$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather":
+        "$\\bar{g}$（Megatron-SP）\n取代 g\n前向：规约散射\n反向：全收集",
+    "g\nfwd: all-reduce\nbwd: identity":
+        "g\n前向：全规约\n反向：恒等",
+    "rank {r}: column shard $A_{r}$":
+        "rank {r}：按列切分的 $A_{r}$",
+    "row shard $B_{r}$":
+        "按行切分的 $B_{r}$",
+    "no communication between the two linears":
+        "两个线性层之间没有通信",
+    "{name} MLP on t={tp} ranks: collectives only at the region's edges":
+        "t={tp} 个 rank 上的 {name} MLP：集合通信只发生在该区域的两端",
+    "fc1 [{d_ff} x {d_model}], column-parallel: rank i keeps {rows} output rows":
+        "fc1 [{d_ff} x {d_model}]，列并行：rank i 保留 {rows} 个输出行",
+    "fc2 [{d_model} x {d_ff}], row-parallel: rank i keeps {columns} input columns":
+        "fc2 [{d_model} x {d_ff}]，行并行：rank i 保留 {columns} 个输入列",
+    "qkv [3*{d_model} x {d_model}] split by heads: rank i keeps {heads} head(s) of q, of k and of v":
+        "qkv [3*{d_model} x {d_model}] 按注意力头切分：rank i 保留 q、k、v 各 {heads} 个头",
+    "fc1: column split":
+        "fc1：按列切分",
+    "fc2: row split":
+        "fc2：按行切分",
+    "fused qkv: split by heads":
+        "融合的 qkv：按注意力头切分",
+    "ring step {step}: K/V block held {holds}":
+        "环第 {step} 步：各 rank 持有的 K/V 块 {holds}",
+    "masked":
+        "被掩码",
+    "step {v}":
+        "第 {v} 步",
+    # ---- notebook 01's collective replay (widgets/collectives.py) ----------------------------
+    "Σ all":
+        "Σ 全部",
+    "chunk {c}\n[{a}:{b}]":
+        "块 {c}\n[{a}:{b}]",
+    "start: each rank holds its own data":
+        "开始：每个 rank 持有自己的数据",
+    "after step {frame} of {steps}: {n} messages, {bytes} bytes":
+        "第 {frame} 步之后（共 {steps} 步）：{n} 条消息，{bytes} 字节",
+    "after step {frame} of {steps}: {n} message, {bytes} bytes":
+        "第 {frame} 步之后（共 {steps} 步）：{n} 条消息，{bytes} 字节",
+    "chunk [element range]\narrow: solid = received and added, dashed = copied":
+        "块 [元素范围]\n箭头：实线 = 接收并相加，虚线 = 复制",
+    # ---- notebook 11's topology replay (widgets/topology.py) -------------------------------
+    "node {node}":
+        "节点 {node}",
+    "switch":
+        "交换机",
+    "t = {t}, {n} in flight; delivered: {done}":
+        "t = {t}，{n} 条消息在传输中；已送达：{done}",
+    "t = {t}, {n} in flight; delivered: nothing yet":
+        "t = {t}，{n} 条消息在传输中；已送达：尚无",
+    # ---- notebook 08's DGA explorer (widgets/dga.py) ----------------------------------------
+    "sync SGD":
+        "同步 SGD",
+    "modeled, {compute} ms compute per step, {latency} ms latency":
+        "模型估算：每步计算 {compute} ms，延迟 {latency} ms",
+    "measured: sync SGD {sync:.1f} ms/step (model {sync_model:.1f}), DGA D={d} {dga:.1f} ms/step (model {dga_model:.1f}): {speedup:.1f}x faster":
+        "实测：同步 SGD {sync:.1f} ms/步（模型 {sync_model:.1f}），DGA D={d} {dga:.1f} ms/步（模型 {dga_model:.1f}）：快 {speedup:.1f} 倍",
+    # ---- notebook 07's compression explorer (widgets/compression.py) ---------------------------
+    "dense all-reduce":
+        "稠密全规约",
+    "gradient dropping":
+        "梯度丢弃",
+    "DGC (momentum correction + masking + clipping)":
+        "DGC（动量修正 + 掩码 + 裁剪）",
+    "top-k, no accumulation":
+        "top-k，不累积残差",
+    "PowerSGD rank 2":
+        "PowerSGD，秩 2",
+    "1-bit SGD":
+        "1 比特 SGD",
+    "threshold quantisation":
+        "阈值量化",
+    "<b>{method}</b>: test accuracy {acc:.3f} (dense {dense:.3f}); {bytes:,} bytes per rank per step, {ratio:.0f}x smaller than dense":
+        "<b>{method}</b>：测试准确率 {acc:.3f}（稠密 {dense:.3f}）；每个 rank 每步 {bytes:,} 字节，比稠密小 {ratio:.0f} 倍",
+    "dense":
+        "稠密",
+    "training loss ({n} ranks, rank 0's shard)":
+        "训练损失（{n} 个 rank，rank 0 的数据分片）",
+    # ---- notebook 03's ZeRO calculator: option labels (widgets/zero.py) -------------------------
+    "DDP (stage 0)":
+        "DDP（阶段 0）",
+    "custom":
+        "自定义",
+    "ZeRO paper 7.5B":
+        "ZeRO 论文中的 7.5B 模型",
+    # ---- notebooks 03 and 05's activation calculator: recompute options (widgets/activations.py)
+    "recompute: none":
+        "不重计算",
+    "recompute: selective":
+        "选择性重计算",
+    "recompute: full":
+        "完全重计算",
+    # ---- notebooks 09 and 12's planner widgets (widgets/planner.py, widgets/autoparallel.py)
+    "TP comm":
+        "TP 通信",
+    "PP comm":
+        "PP 通信",
+    "pipeline bubble":
+        "流水线气泡",
+    "DP comm (exposed)":
+        "DP 通信（未被隐藏）",
+    "CP comm (exposed)":
+        "CP 通信（未被隐藏）",
+    "EP all-to-all (exposed)":
+        "EP 全对全（未被隐藏）",
+    "runtime reserve":
+        "运行时预留",
+    "<b>{feasible} feasible</b>, {rejected} rejected.":
+        "<b>{feasible} 个可行</b>，{rejected} 个被排除。",
+    "{model} on {cluster}, batch {batch} x {seq} tokens":
+        "{model}，{cluster}，批大小 {batch} x {seq} token",
+    "configuration":
+        "配置",
+    "step (s)":
+        "每步（秒）",
+    "bubble":
+        "气泡",
+    "why configurations were rejected":
+        "配置被排除的原因",
+    "{gb} GB GPU":
+        "{gb} GB 的 GPU",
+    "plan":
+        "方案",
+    "seq (tokens)":
+        "序列长度（token）",
+    "search CP (context parallel)":
+        "搜索 CP（上下文并行）",
+    "DualPipeV for MoE (hides EP)":
+        "MoE 使用 DualPipeV（隐藏 EP 通信）",
+    "no configuration to try":
+        "没有可尝试的配置",
+    "<b>Nothing fits.</b> For example: {reason}":
+        "<b>没有放得下的配置。</b>例如：{reason}",
+    "<b>Best:</b> {plan} (MoE, {seq:,}-token sequences). ":
+        "<b>最佳：</b>{plan}（MoE，序列长 {seq:,} 个 token）。",
+    "<b>Best:</b> {plan} (dense, {seq:,}-token sequences). ":
+        "<b>最佳：</b>{plan}（稠密模型，序列长 {seq:,} 个 token）。",
+    "<b>Changed:</b> {moved}.":
+        "<b>变化：</b>{moved}。",
+    "Same axes as the last plan that fitted.":
+        "与上一个放得下的方案的各并行维度相同。",
+    "No configuration fits: more GPUs, a smaller batch or CP for long sequences.":
+        "没有放得下的配置：请增加 GPU、减小批大小，或对长序列使用 CP。",
+    # ---- the launcher's banner and why it chose its backend (launcher.py, backends.py) -----------
+    "[launch] {backend} backend: {reason}":
+        "[launch] {backend} 后端：{reason}",
+    "registered with torch.distributed; ranks compute on CPU":
+        "已在 torch.distributed 中注册；各 rank 在 CPU 上计算",
+    "asked for; {gpus} GPU(s), rank r on cuda:r":
+        "按要求使用；{gpus} 块 GPU，rank r 使用 cuda:r",
+    "asked for; ranks compute on CPU":
+        "按要求使用；各 rank 在 CPU 上计算",
+    "{gpus} GPU(s) visible but CUDA cannot start here ({error}), so ranks compute on CPU":
+        "可见 {gpus} 块 GPU，但 CUDA 在这里无法启动（{error}），因此各 rank 在 CPU 上计算",
+    "{gpus} GPU(s) visible, one per rank (rank r on cuda:r)":
+        "可见 {gpus} 块 GPU，每个 rank 一块（rank r 使用 cuda:r）",
+    "this torch build has no CUDA, so ranks compute on CPU":
+        "这个 torch 版本不带 CUDA，因此各 rank 在 CPU 上计算",
+    "no GPU visible, so ranks compute on CPU":
+        "看不到 GPU，因此各 rank 在 CPU 上计算",
+    "only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, so ranks compute on CPU":
+        "{world_size} 个 rank 只有 {gpus} 块 GPU，而 NCCL 要求每个 rank 一块，因此各 rank 在 CPU 上计算",
+    # ---- notebook 00's first experiments (basics.py) ------------------------------------------
+    "host":
+        "主机",
+    "backend":
+        "后端",
+    "device":
+        "设备",
+    "threads":
+        "线程数",
+    "each rank r contributed r+1; after all_reduce(SUM) every rank holds {got} (expected 1+2+...+{n} = {expected}): OK":
+        "每个 rank r 贡献 r+1；all_reduce(SUM) 之后每个 rank 都持有 {got}（应为 1+2+...+{n} = {expected}）：OK",
+    "each rank r contributed r+1; after all_reduce(SUM) every rank holds {got} (expected 1+2+...+{n} = {expected}): MISMATCH":
+        "每个 rank r 贡献 r+1；all_reduce(SUM) 之后每个 rank 都持有 {got}（应为 1+2+...+{n} = {expected}）：MISMATCH",
+    # ---- experiment summaries: pipeline, compression, parameter server, topology, hybrid ---------
+    "{name}: step {step:.1f} ms, utilisation {utilisation:.1%}, peak activations per stage {peaks}":
+        "{name}：每步 {step:.1f} ms，利用率 {utilisation:.1%}，每个阶段的激活值峰值 {peaks}",
+    "{method}: final test accuracy {acc:.3f}, {bytes} B/step per rank vs {dense} B dense ({ratio:.0f}x)":
+        "{method}：最终测试准确率 {acc:.3f}，每个 rank 每步 {bytes} B，稠密为 {dense} B（{ratio:.0f} 倍）",
+    "{row} final test accuracy per seed":
+        "{row} 每个随机种子的最终测试准确率",
+    "row":
+        "配置",
+    "algorithm":
+        "算法",
+    "predicted":
+        "预测",
+    "measured":
+        "实测",
+    "ratio":
+        "比值",
+    "max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == planner on every rank: True; slowest rank {seconds:.2f} s":
+        "参数最大差 |param diff| {param:.1e}，梯度最大差 |grad diff| {grad:.1e}；每个 rank 上实测字节数都等于规划器的预测：是；最慢的 rank 用时 {seconds:.2f} s",
+    "max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == planner on every rank: False; slowest rank {seconds:.2f} s":
+        "参数最大差 |param diff| {param:.1e}，梯度最大差 |grad diff| {grad:.1e}；每个 rank 上实测字节数都等于规划器的预测：否；最慢的 rank 用时 {seconds:.2f} s",
+    "max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == closed form on every rank: True":
+        "参数最大差 |param diff| {param:.1e}，梯度最大差 |grad diff| {grad:.1e}；每个 rank 上实测字节数都等于闭式解：是",
+    "max |param diff| {param:.1e}, max |grad diff| {grad:.1e}; bytes measured == closed form on every rank: False":
+        "参数最大差 |param diff| {param:.1e}，梯度最大差 |grad diff| {grad:.1e}；每个 rank 上实测字节数都等于闭式解：否",
+    "parameter server: {workers} workers, final loss {loss:.4f}; server sent {sent} B and received {received} B":
+        "参数服务器：{workers} 个 worker，最终损失 {loss:.4f}；服务器发送 {sent} B，接收 {received} B",
 }

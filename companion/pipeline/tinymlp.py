@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from .. import runtime
 from ..data import digits_batch
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..models import TinyMLP
 from .executor import MicrobatchGrads, boundary_shapes, check_device_time, execute
 from .ops import Op, Schedule
@@ -209,5 +210,6 @@ def timeline_from_results(results: list, unit: str = "ms") -> Timeline:
 
 def _summary(results) -> str:
     tl = timeline_from_results(results)
-    return (f"{tl.name}: step {tl.makespan:.1f} ms, utilisation {tl.utilization:.1%}, "
-            f"peak activations per stage {[r['peak_held'] for r in results]}")
+    return tr("{name}: step {step:.1f} ms, utilisation {utilisation:.1%}, peak activations per "
+              "stage {peaks}").format(name=tl.name, step=tl.makespan, utilisation=tl.utilization,
+                                      peaks=[r["peak_held"] for r in results])

@@ -15,6 +15,7 @@ import torch.distributed as dist
 
 from .. import runtime
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..validation import one_of, positive_int, preflight
 from ..network.cluster import Cluster
 from ..network.emulator import emulate
@@ -57,7 +58,7 @@ def _check(nodes, ranks_per_node, layout, intra, inter, algorithms, nbytes, repe
 
 
 def _table(results) -> str:
-    rows = [f"{'algorithm':<18}{'predicted':>12}{'measured':>12}{'ratio':>8}"]
+    rows = [f"{tr('algorithm'):<18}{tr('predicted'):>12}{tr('measured'):>12}{tr('ratio'):>8}"]
     for name, r in results[0].items():
         rows.append(f"{name:<18}{r['predicted'] * 1e3:>10.2f}ms{r['best'] * 1e3:>10.2f}ms"
                     f"{r['best'] / r['predicted']:>8.2f}")

@@ -225,7 +225,7 @@ def frame_player(n_frames: int, draw, figsize=(8, 4), description: str = "step",
         raise ValueError("a player needs at least one frame; record a run first.")
     out = W.Output()
     slider = W.IntSlider(value=0, min=0, max=n_frames - 1, description=description)
-    play = W.Play(value=0, min=0, max=n_frames - 1, interval=interval_ms, description="play")
+    play = W.Play(value=0, min=0, max=n_frames - 1, interval=interval_ms, description=_("play"))
     W.jslink((play, "value"), (slider, "value"))
     box = W.VBox([W.HBox([play, slider]), out])
 

@@ -29,6 +29,15 @@ _CONTROLS = ("seq_len", "batch", "hidden", "heads", "tp", "sequence_parallel", "
              "layers")
 _TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 _RECOMPUTE = ("none", "selective", "full")
+def _recompute_label(value: str) -> str:
+    """The dropdown's label; its values stay English, as the model compares them."""
+    # keyed with a context, as gettext's pgettext does: a bare "none" is also a prediction
+    # choice ("none of these"), which reads differently in Chinese
+    label = {"none": tr("recompute: none"), "selective": tr("recompute: selective"),
+             "full": tr("recompute: full")}[value]
+    return value if label.startswith("recompute: ") else label
+
+
 _PER_ROW = 4  # controls side by side; eight fit in two rows of a notebook's width
 
 
@@ -75,7 +84,8 @@ def _make_controls(seq_len, batch, hidden, heads, tp, sequence_parallel, recompu
         "tp": W.Dropdown(options=list(tp_degrees), value=tp, description=tr("TP degree t")),
         "sequence_parallel": W.Checkbox(value=sequence_parallel,
                                         description=tr("sequence parallel")),
-        "recompute": W.Dropdown(options=list(_RECOMPUTE), value=recompute,
+        "recompute": W.Dropdown(options=[(_recompute_label(r), r) for r in _RECOMPUTE],
+                                value=recompute,
                                 description=tr("recompute")),
         "layers": W.BoundedIntText(value=layers, min=0, max=10_000, description=tr("layers L")),
     }
@@ -140,7 +150,7 @@ def activation_memory(seq_len: int = 2048, batch: int = 1, hidden: int = 12288,
         png_into(image, output, lambda: _figure(values, selected, v))
         text.value = pre_html([tr("selected (t={t}, SP={sp}, recompute={rc}): {gb} GB per "
                                   "layer, {total} GB for {layers} layers").format(
-            t=v["tp"], sp=v["sequence_parallel"], rc=v["recompute"], gb=f"{selected / GB:,.3f}",
+            t=v["tp"], sp=v["sequence_parallel"], rc=_recompute_label(v["recompute"]), gb=f"{selected / GB:,.3f}",
             total=f"{selected * v['layers'] / GB:,.1f}", layers=v["layers"])])
 
     for control in c.values():

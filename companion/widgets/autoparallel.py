@@ -19,6 +19,8 @@ from IPython.display import display
 
 from ..planner import CLUSTERS, MODELS, ModelSpec, plan, powers_of_two_dividing
 from ._base import guarded, showing
+from .planner import counts_line, part_label, plans_title
+from ..i18n import gettext as tr
 from ..validation import one_of, positive_int
 
 __all__ = ["autoparallel_planner", "search_5d"]
@@ -71,15 +73,15 @@ def _axes_changed(before, after) -> str:
 
 def _table(feasible, infeasible, top: int = 6) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("#", "DP", "TP", "CP", "EP (ETP)", "PP",
-                                             "plan", "step (s)", "MFU", "tokens/GPU/s", "GB/GPU"))
+                                             tr("plan"), tr("step (s)"), "MFU", "tokens/GPU/s",
+                                             "GB/GPU"))
     rows = "".join(
         f"<tr><td>{i + 1}</td><td>{p.dp}</td><td>{p.tp}</td><td>{p.cp}</td>"
         f"<td>{p.ep}{f' ({p.etp})' if p.ep > 1 else ''}</td><td>{p.pp}</td>"
         f"<td>{html.escape(p.label())}</td><td>{p.step_time:.2f}</td><td>{100 * p.mfu:.1f}%</td>"
         f"<td>{p.tokens_per_gpu_s:,.0f}</td><td>{p.memory['total'] / 1e9:.1f}</td></tr>"
         for i, p in enumerate(feasible[:top]))
-    return (f"<b>{len(feasible)} feasible</b>, {len(infeasible)} rejected."
-            f"<table><tr>{head}</tr>{rows}</table>")
+    return f"{counts_line(feasible, infeasible)}<table><tr>{head}</tr>{rows}</table>"
 
 
 def _figure(plans, title: str):
@@ -88,10 +90,10 @@ def _figure(plans, title: str):
     left = [0.0] * len(plans)
     for key, name in TIME_PARTS:
         values = [p.times.get(key, 0.0) for p in plans]
-        ax.barh(labels, values, left=left, label=name)
+        ax.barh(labels, values, left=left, label=part_label(name))
         left = [a + v for a, v in zip(left, values)]
     ax.invert_yaxis()
-    ax.set(title=title, xlabel="seconds per step")
+    ax.set(title=title, xlabel=tr("seconds per step"))
     ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
     return fig
 
@@ -108,14 +110,14 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
     one_of("seq_len", seq_len, SEQUENCES, "the widget offers these sequence lengths.")
     if not isinstance(allow_cp, bool):
         raise TypeError(f"allow_cp must be True or False, got {allow_cp!r}.")
-    model_w = widgets.Dropdown(options=list(MODELS), value=model, description="model")
-    cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description="cluster",
+    model_w = widgets.Dropdown(options=list(MODELS), value=model, description=tr("model"))
+    cluster_w = widgets.Dropdown(options=list(CLUSTERS), value=cluster, description=tr("cluster"),
                                  layout=widgets.Layout(width="360px"))
-    batch_w = widgets.IntText(value=global_batch, description="batch (seqs)")
+    batch_w = widgets.IntText(value=global_batch, description=tr("batch (seqs)"))
     seq_w = widgets.Dropdown(options=[(f"{s:,}", s) for s in SEQUENCES], value=seq_len,
-                             description="seq (tokens)")
-    cp_w = widgets.Checkbox(value=allow_cp, description="search CP (context parallel)")
-    dual_w = widgets.Checkbox(value=True, description="DualPipeV for MoE (hides EP)")
+                             description=tr("seq (tokens)"))
+    cp_w = widgets.Checkbox(value=allow_cp, description=tr("search CP (context parallel)"))
+    dual_w = widgets.Checkbox(value=True, description=tr("DualPipeV for MoE (hides EP)"))
     status = widgets.HTML()
     table = widgets.HTML()
     out = widgets.Output()
@@ -137,22 +139,24 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
             # memory is the informative refusal; a batch that does not divide is bookkeeping
             reasons = [p.reason for p in infeasible]
             reason = next((r for r in reasons if r.startswith("out of memory")),
-                          reasons[0] if reasons else "no configuration to try")
-            status.value = f"<b>Nothing fits.</b> For example: {html.escape(reason)}"
+                          reasons[0] if reasons else tr("no configuration to try"))
+            status.value = tr("<b>Nothing fits.</b> For example: {reason}").format(
+                reason=html.escape(reason))
         else:
-            kind = "MoE" if m.is_moe else "dense"
-            status.value = (f"<b>Best:</b> {html.escape(box.best.label())} ({kind}, "
-                            f"{m.seq_len:,}-token sequences). "
-                            + (f"<b>Changed:</b> {moved}." if moved else
-                               ("Same axes as the last plan that fitted." if box.previous else "")))
+            best = (tr("<b>Best:</b> {plan} (MoE, {seq:,}-token sequences). ") if m.is_moe else
+                    tr("<b>Best:</b> {plan} (dense, {seq:,}-token sequences). ")).format(
+                plan=html.escape(box.best.label()), seq=m.seq_len)
+            status.value = best + (tr("<b>Changed:</b> {moved}.").format(moved=moved) if moved else
+                                   (tr("Same axes as the last plan that fitted.")
+                                    if box.previous else ""))
         with showing(out):
             if feasible:
-                fig = _figure(feasible[:4], f"{m.name} on {c.name}, batch {batch_w.value} x "
-                              f"{m.seq_len:,} tokens")
+                fig = _figure(feasible[:4], plans_title(m, c, batch_w.value, f"{m.seq_len:,}"))
                 display(fig)
                 plt.close(fig)
             else:
-                print("No configuration fits: more GPUs, a smaller batch or CP for long sequences.")
+                print(tr("No configuration fits: more GPUs, a smaller batch or CP for long "
+                         "sequences."))
 
     for w in (model_w, cluster_w, batch_w, seq_w, cp_w, dual_w):
         w.observe(update, names="value")

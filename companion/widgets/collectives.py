@@ -22,7 +22,7 @@ def _label(cell: frozenset, n: int) -> str:
     if not cell:
         return "·"
     if len(cell) == n and n > 3:
-        return "Σ all"
+        return tr("Σ all")
     return "+".join(str(r) for r in sorted(cell))
 
 
@@ -68,20 +68,22 @@ def draw_replay_frame(rp: Replay, frame: int, ax=None, title: str = "", values=N
                                         linestyle="-" if kind == "reduce" else "--",
                                         connectionstyle="arc3,rad=0.25"))
     ax.set_xticks(range(ncols))
-    ax.set_xticklabels([f"chunk {c}\n[{rp.bounds[c]}:{rp.bounds[c + 1]}]" for c in range(ncols)],
+    ax.set_xticklabels([tr("chunk {c}\n[{a}:{b}]").format(c=c, a=rp.bounds[c], b=rp.bounds[c + 1])
+                        for c in range(ncols)],
                        fontsize=10)
     ax.set_yticks(range(n))
     ax.set_yticklabels([f"rank {r}" for r in range(n)])
     ax.grid(False)
     if frame == 0:
-        what = "start: each rank holds its own data"
+        what = tr("start: each rank holds its own data")
     else:
         moves = rp.moves[frame - 1]
-        what = (f"after step {frame} of {len(rp.frames) - 1}: {len(moves)} "
-                f"message{'s' if len(moves) != 1 else ''}, {rp.bytes_per_step[frame - 1]} bytes")
+        what = (tr("after step {frame} of {steps}: {n} messages, {bytes} bytes") if len(moves) != 1
+                else tr("after step {frame} of {steps}: {n} message, {bytes} bytes")).format(
+            frame=frame, steps=len(rp.frames) - 1, n=len(moves), bytes=rp.bytes_per_step[frame - 1])
     ax.set_title(f"{title}\n{what}" if title else what, fontsize=13)
-    ax.set_xlabel("chunk [element range]\narrow: solid = received and added, "
-                  "dashed = copied", fontsize=10)
+    ax.set_xlabel(tr("chunk [element range]\narrow: solid = received and added, "
+                     "dashed = copied"), fontsize=10)
     return ax
 
 
@@ -91,7 +93,7 @@ def collective_replay(traffics, title: str = "", figsize=(9, 4.6), values=None):
     in :func:`draw_replay_frame`."""
     rp = traffics if isinstance(traffics, Replay) else replay(traffics)
     box = frame_player(len(rp.frames), lambda i, ax: draw_replay_frame(rp, i, ax, title, values),
-                       figsize, "step", 1200)
+                       figsize, tr("step"), 1200)
     box.replay = rp
     return box
 

@@ -20,6 +20,16 @@ _METHODS = {
 }
 
 
+def _label(name: str) -> str:
+    """The dropdown's label for a method; the option values stay the English keys above."""
+    return {"dense all-reduce": tr("dense all-reduce"), "gradient dropping": tr("gradient dropping"),
+            "DGC (momentum correction + masking + clipping)":
+                tr("DGC (momentum correction + masking + clipping)"),
+            "top-k, no accumulation": tr("top-k, no accumulation"),
+            "PowerSGD rank 2": tr("PowerSGD rank 2"), "1-bit SGD": tr("1-bit SGD"),
+            "threshold quantisation": tr("threshold quantisation")}.get(name, name)
+
+
 def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05):
     """A method dropdown, a density slider (log scale) and a momentum slider.
 
@@ -39,7 +49,8 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
     validate_launch(world_size, 60.0, "auto")
     positive_int("steps", steps, "try steps=150.")
     positive_number("lr", lr, "try lr=0.05.")
-    method = W.Dropdown(options=list(_METHODS), value="gradient dropping", description=tr("method"))
+    method = W.Dropdown(options=[(_label(m), m) for m in _METHODS], value="gradient dropping",
+                        description=tr("method"))
     density = W.FloatLogSlider(value=0.001, base=10, min=-4, max=0, step=0.25,
                                description=tr("density"), readout_format=".4f",
                                continuous_update=False)
@@ -70,15 +81,18 @@ def compression_explorer(world_size: int = 4, steps: int = 150, lr: float = 0.05
             raise ValueError("density must be in (0, 1]; 99.9% sparsity is 0.001.")
         base, result = run(_METHODS[method.value], momentum.value)
         ratio = result["dense_bytes"] / result["bytes"][-1]
-        summary.value = (f"<b>{method.value}</b>: test accuracy {result['test_acc'][-1]:.3f} "
-                         f"(dense {base['test_acc'][-1]:.3f}); {result['bytes'][-1]:,} bytes "
-                         f"per rank per step, {ratio:.0f}x smaller than dense")
+        summary.value = tr("<b>{method}</b>: test accuracy {acc:.3f} (dense {dense:.3f}); "
+                           "{bytes:,} bytes per rank per step, {ratio:.0f}x smaller than "
+                           "dense").format(method=_label(method.value), acc=result["test_acc"][-1],
+                                           dense=base["test_acc"][-1], bytes=result["bytes"][-1],
+                                           ratio=ratio)
         with showing(output):
             fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-            for r, label, style in ((base, "dense", "--"), (result, method.value, "-")):
+            for r, label, style in ((base, tr("dense"), "--"), (result, _label(method.value), "-")):
                 ax1.plot(r["losses"], style, label=label, alpha=0.8)
                 ax2.plot(r["eval_steps"], r["test_acc"], style + "o", label=label)
-            ax1.set(title=f"training loss ({world_size} ranks, rank 0's shard)", xlabel=tr("step"),
+            ax1.set(title=tr("training loss ({n} ranks, rank 0's shard)").format(n=world_size),
+                    xlabel=tr("step"),
                     ylabel=tr("cross-entropy"), yscale="log")
             ax2.set(title=tr("held-out accuracy"), xlabel=tr("step"), ylabel=tr("accuracy"), ylim=(0, 1))
             ax2.legend(loc="lower right", fontsize=9)

@@ -140,7 +140,7 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         lat, d, k = latency.value, delay.value, local.value
         if lat < 0 or d < 0 or k < 1:
             raise ValueError("latency must be >= 0 ms, D >= 0 and K >= 1.")
-        return {"sync SGD": modeled_step_times("sync", steps, compute_ms, lat),
+        return {tr("sync SGD"): modeled_step_times("sync", steps, compute_ms, lat),
                 f"FedAvg K={k}": modeled_step_times("fedavg", steps, compute_ms, lat,
                                                     local_steps=k),
                 f"DGA D={d}": modeled_step_times("dga", steps, compute_ms, lat, delay=d)}
@@ -149,14 +149,14 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
     def redraw(_=None):
         rows = modeled()
         per_step = {name: r[-1][2] / steps for name, r in rows.items()}
-        base = per_step["sync SGD"]
+        base = per_step[tr("sync SGD")]
         box.text = "   ".join(f"{name}: {t:.1f} ms/step ({base / t:.1f}x)"
                                for name, t in per_step.items())
         with showing(output):
             fig, ax = plt.subplots(figsize=(10, 2.8))
             draw_modeled(ax, rows)
-            ax.set_title(f"modeled, {compute_ms:g} ms compute per step, "
-                         f"{latency.value:g} ms latency")
+            ax.set_title(tr("modeled, {compute} ms compute per step, {latency} ms latency").format(
+                compute=f"{compute_ms:g}", latency=f"{latency.value:g}"))
             ax.set_xlim(0, min(max(r[-1][2] for r in rows.values()), 60 * compute_ms))
             plt.show()
             print(box.text)
@@ -173,11 +173,11 @@ def dga_explorer(compute_ms: float = 10.0, steps: int = 30, world_size: int = 4)
         res = launch(sweep, runs=runs, data=load_digits(), world_size=world_size, timeout=120)
         model = modeled()
         sync_t, dga_t = (1e3 * res[0][i]["seconds_per_step"] for i in range(2))
-        box.measured_text = (
-            f"measured: sync SGD {sync_t:.1f} ms/step "
-            f"(model {model['sync SGD'][-1][2] / steps:.1f}), "
-            f"DGA D={delay.value} {dga_t:.1f} ms/step (model "
-            f"{model[f'DGA D={delay.value}'][-1][2] / steps:.1f}): {sync_t / dga_t:.1f}x faster")
+        box.measured_text = tr(
+            "measured: sync SGD {sync:.1f} ms/step (model {sync_model:.1f}), DGA D={d} "
+            "{dga:.1f} ms/step (model {dga_model:.1f}): {speedup:.1f}x faster").format(
+            sync=sync_t, sync_model=model[tr("sync SGD")][-1][2] / steps, d=delay.value, dga=dga_t,
+            dga_model=model[f"DGA D={delay.value}"][-1][2] / steps, speedup=sync_t / dga_t)
         with showing(measured):
             print(box.measured_text)
 

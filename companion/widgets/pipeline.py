@@ -98,14 +98,21 @@ def schedule_explorer(stages: int = 4, microbatches: int = 4, schedule: str = "g
         try:
             formula = bubble_fraction(p, m, tl.name, tl.chunks,
                                       costs=OpCosts(box.F.value, box.B.value, box.W.value))
-            formula_text = f"closed form {formula:.1%}" + (" (ignores latency)" if box.send.value else "")
+            # one whole sentence per case, so that each reads as one in Chinese
+            template = (tr("{name}, p={p}, m={m}{v}: utilisation {utilisation}, bubble {bubble} "
+                           "(closed form {formula} (ignores latency)); peak activations/stage "
+                           "{peaks}") if box.send.value else
+                        tr("{name}, p={p}, m={m}{v}: utilisation {utilisation}, bubble {bubble} "
+                           "(closed form {formula}); peak activations/stage {peaks}"))
         except ValueError:
-            formula_text = "no closed form here"
-        draw_timeline(ax, tl, until=until, title=(
-            f"{tl.name}, p={p}, m={m}" + (f", v={tl.chunks}" if tl.chunks > 1 else "")
-            + f": utilisation {tl.utilization:.1%}, bubble {tl.bubble_fraction:.1%} "
-            f"({formula_text}); peak activations/stage "
-            f"{[round(a, 2) for a in tl.peak_activations()]}"))
+            formula, template = None, tr("{name}, p={p}, m={m}{v}: utilisation {utilisation}, "
+                                         "bubble {bubble} (no closed form here); peak "
+                                         "activations/stage {peaks}")
+        draw_timeline(ax, tl, until=until, title=template.format(
+            name=tl.name, p=p, m=m, v=f", v={tl.chunks}" if tl.chunks > 1 else "",
+            utilisation=f"{tl.utilization:.1%}", bubble=f"{tl.bubble_fraction:.1%}",
+            formula=f"{formula:.1%}" if formula is not None else "",
+            peaks=[round(a, 2) for a in tl.peak_activations()]))
         ax.title.set_fontsize(11)
         ax.legend(handles=legend_handles(tl.split_backward), loc="upper left",
                   bbox_to_anchor=(1.0, 1.0), fontsize=9)

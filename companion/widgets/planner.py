@@ -24,6 +24,26 @@ MEMORY_PARTS = [("params", "weights"), ("grads", "gradients"), ("optimizer", "op
                 ("activations", "activations"), ("reserve", "runtime reserve")]
 
 
+def part_label(name: str) -> str:
+    """A bar's legend entry in the reader's language (the tables above stay English keys)."""
+    return {"compute": tr("compute"), "TP comm": tr("TP comm"), "PP comm": tr("PP comm"),
+            "pipeline bubble": tr("pipeline bubble"), "DP comm (exposed)": tr("DP comm (exposed)"),
+            "CP comm (exposed)": tr("CP comm (exposed)"),
+            "EP all-to-all (exposed)": tr("EP all-to-all (exposed)"), "weights": tr("weights"),
+            "gradients": tr("gradients"), "optimizer": tr("optimizer"),
+            "activations": tr("activations"), "runtime reserve": tr("runtime reserve")}.get(name, name)
+
+
+def counts_line(feasible, infeasible) -> str:
+    return tr("<b>{feasible} feasible</b>, {rejected} rejected.").format(
+        feasible=len(feasible), rejected=len(infeasible))
+
+
+def plans_title(model, cluster, batch: int, seq_len) -> str:
+    return tr("{model} on {cluster}, batch {batch} x {seq} tokens").format(
+        model=model.name, cluster=cluster.name, batch=batch, seq=seq_len)
+
+
 def ranking_html(feasible, infeasible, top: int = 8) -> str:
     """A ranked table of the best configurations and a count of rejections by reason."""
     rows = "".join(
@@ -37,11 +57,11 @@ def ranking_html(feasible, infeasible, top: int = 8) -> str:
         reasons[key] = reasons.get(key, 0) + 1
     rejected = "".join(f"<li>{n} &times; {html.escape(r)}</li>"
                        for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:6])
-    return (f"<b>{len(feasible)} feasible</b>, {len(infeasible)} rejected."
-            "<table><tr><th>#</th><th>configuration</th><th>step (s)</th><th>MFU</th>"
-            f"<th>GB/GPU</th><th>bubble</th></tr>{rows}</table>"
-            f"<details><summary>why configurations were rejected</summary><ul>{rejected}</ul>"
-            "</details>")
+    head = "".join(f"<th>{h}</th>" for h in ("#", tr("configuration"), tr("step (s)"), "MFU",
+                                             "GB/GPU", tr("bubble")))
+    return (f"{counts_line(feasible, infeasible)}<table><tr>{head}</tr>{rows}</table>"
+            f"<details><summary>{tr('why configurations were rejected')}</summary>"
+            f"<ul>{rejected}</ul></details>")
 
 
 def plan_breakdown_figure(plans, gpu_memory_gb: float, title: str = ""):
@@ -53,12 +73,12 @@ def plan_breakdown_figure(plans, gpu_memory_gb: float, title: str = ""):
         source = "times" if unit == "s" else "memory"
         for key, name in parts:
             values = [getattr(p, source).get(key, 0.0) / scale for p in plans]
-            ax.barh(labels, values, left=bottom, label=name)
+            ax.barh(labels, values, left=bottom, label=part_label(name))
             bottom = [b + v for b, v in zip(bottom, values)]
         ax.invert_yaxis()
         ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3,
                   frameon=False)
-    ax_m.axvline(gpu_memory_gb, color="black", ls="--", label=f"{gpu_memory_gb:g} GB GPU")
+    ax_m.axvline(gpu_memory_gb, color="black", ls="--", label=tr("{gb} GB GPU").format(gb=f"{gpu_memory_gb:g}"))
     ax_m.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3,
                 frameon=False)
     ax_t.set(title=tr("Step time by part"), xlabel=tr("seconds per step"))
@@ -90,7 +110,7 @@ def planner(model: str = "Llama-3 70B", cluster: str = "16 nodes, 128x H100",
         with showing(out):
             if feasible:
                 fig = plan_breakdown_figure(feasible[:5], c.gpu_memory_gb,
-                                            f"{m.name} on {c.name}, batch {batch_w.value} x {m.seq_len} tokens")
+                                            plans_title(m, c, batch_w.value, m.seq_len))
                 display(fig)
                 plt.close(fig)
             else:

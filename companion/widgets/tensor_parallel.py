@@ -47,14 +47,14 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
     lanes = np.linspace(tp - 1, 0, tp) * 1.2 if tp > 1 else np.array([0.0])
     mid = lanes.mean()
     if sequence_parallel:
-        _box(ax, 0.0, mid, "LayerNorm\non X[s/t]\n(per rank)", "#EEEEEE", h=1.2)
+        _box(ax, 0.0, mid, tr("LayerNorm\non X[s/t]\n(per rank)"), "#EEEEEE", h=1.2)
     # Korthikanti et al. (Megatron-SP) reuse the letters: their g is the all-gather that
     # takes the place of Megatron-LM's f, their g-bar the reduce-scatter in place of g.
     # The boxes say so, so that "g" never silently means two different operators.
-    f_text = ("g (Megatron-SP)\nin place of f\nfwd: all-gather\nbwd: reduce-scatter"
-              if sequence_parallel else "f\nfwd: identity\nbwd: all-reduce")
-    g_text = ("$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather"
-              if sequence_parallel else "g\nfwd: all-reduce\nbwd: identity")
+    f_text = (tr("g (Megatron-SP)\nin place of f\nfwd: all-gather\nbwd: reduce-scatter")
+              if sequence_parallel else tr("f\nfwd: identity\nbwd: all-reduce"))
+    g_text = (tr("$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather")
+              if sequence_parallel else tr("g\nfwd: all-reduce\nbwd: identity"))
     tall, size = (1.7, 8.5) if sequence_parallel else (1.3, 9.5)
     _box(ax, 2.0, mid, f_text, "#FFE9B0", w=1.9, h=tall, fontsize=size)
     _box(ax, 10.0, mid, g_text, "#FFE9B0", w=2.1, h=tall, fontsize=size)
@@ -66,18 +66,19 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
         _arrow(ax, 2.95, mid, 3.4, y)
         _arrow(ax, 5.8, y, 6.65, y)
         _arrow(ax, 8.55, y, 8.95, mid)
-        ax.text(4.6, y - 0.5, f"rank {r}: column shard $A_{r}$", ha="center", fontsize=9)
-        ax.text(7.6, y - 0.5, f"row shard $B_{r}$", ha="center", fontsize=9)
+        ax.text(4.6, y - 0.5, tr("rank {r}: column shard $A_{r}$").format(r=r), ha="center",
+                fontsize=9)
+        ax.text(7.6, y - 0.5, tr("row shard $B_{r}$").format(r=r), ha="center", fontsize=9)
     ax.text(11.3, mid, "Z" if not sequence_parallel else "Z[s/t]", ha="left", va="center",
             fontsize=14)
     _arrow(ax, 11.05, mid, 11.3, mid)
-    ax.text(6.1, lanes.max() + 0.9, "no communication between the two linears", ha="center",
+    ax.text(6.1, lanes.max() + 0.9, tr("no communication between the two linears"), ha="center",
             fontsize=11, style="italic")
     ax.set_xlim(-1.0, 12.2)
     ax.set_ylim(lanes.min() - 1.0, lanes.max() + 1.3)
     ax.axis("off")
-    ax.set_title(("Megatron-SP" if sequence_parallel else "Megatron") +
-                 f" MLP on t={tp} ranks: collectives only at the region's edges")
+    ax.set_title(tr("{name} MLP on t={tp} ranks: collectives only at the region's edges").format(
+        name="Megatron-SP" if sequence_parallel else "Megatron", tp=tp))
     return ax
 
 
@@ -89,20 +90,22 @@ def _owner_grid(kind: str, tp: int, d_model: int, d_ff: int, n_heads: int):
         if d_ff % tp:
             raise ValueError(f"d_ff={d_ff} is not divisible by t={tp}; pick t dividing {d_ff}.")
         grid = np.repeat(np.arange(tp), d_ff // tp)[:, None].repeat(d_model, axis=1)
-        return grid, f"fc1 [{d_ff} x {d_model}], column-parallel: rank i keeps {d_ff // tp} output rows"
+        return grid, tr("fc1 [{d_ff} x {d_model}], column-parallel: rank i keeps {rows} output "
+                         "rows").format(d_ff=d_ff, d_model=d_model, rows=d_ff // tp)
     if kind == "row":
         if d_ff % tp:
             raise ValueError(f"d_ff={d_ff} is not divisible by t={tp}; pick t dividing {d_ff}.")
         grid = np.repeat(np.arange(tp), d_ff // tp)[None, :].repeat(d_model, axis=0)
-        return grid, f"fc2 [{d_model} x {d_ff}], row-parallel: rank i keeps {d_ff // tp} input columns"
+        return grid, tr("fc2 [{d_model} x {d_ff}], row-parallel: rank i keeps {columns} input "
+                         "columns").format(d_ff=d_ff, d_model=d_model, columns=d_ff // tp)
     if kind == "qkv":
         if n_heads % tp:
             raise ValueError(f"n_heads={n_heads} is not divisible by t={tp}; pick t dividing {n_heads}.")
         rows = d_model // tp
         block = np.repeat(np.arange(tp), rows)
         grid = np.concatenate([block] * 3)[:, None].repeat(d_model, axis=1)
-        return grid, (f"qkv [3*{d_model} x {d_model}] split by heads: rank i keeps "
-                      f"{n_heads // tp} head(s) of q, of k and of v")
+        return grid, tr("qkv [3*{d_model} x {d_model}] split by heads: rank i keeps {heads} "
+                        "head(s) of q, of k and of v").format(d_model=d_model, heads=n_heads // tp)
     raise ValueError(f"kind must be 'column', 'row' or 'qkv', got {kind!r}.")
 
 
@@ -130,8 +133,8 @@ def draw_split(kind: str, tp: int, ax=None, d_model: int = 8, d_ff: int = 16, n_
 def tp_split_explorer():
     """Dropdown (column / row / qkv) and a slider for the TP size t; ``.kind``,
     ``.tp`` are the controls and ``.last_title`` what is drawn now."""
-    kind = W.Dropdown(options=[("fc1: column split", "column"), ("fc2: row split", "row"),
-                               ("fused qkv: split by heads", "qkv")], value="column",
+    kind = W.Dropdown(options=[(tr("fc1: column split"), "column"), (tr("fc2: row split"), "row"),
+                               (tr("fused qkv: split by heads"), "qkv")], value="column",
                       description=tr("layer"))
     tp = W.IntSlider(value=2, min=1, max=8, description=tr("t (TP size)"))
     out = W.Output()
@@ -165,7 +168,8 @@ def ring_frames(traces: list[list[dict]]) -> list[dict]:
             rec = trace[step]
             grid[rank, rec["kv_block"]] = step if rec["computed"] else -2
         holds = ", ".join(f"r{r}:{traces[r][step]['kv_block']}" for r in range(n))
-        frames.append({"grid": grid.copy(), "title": f"ring step {step}: K/V block held {holds}",
+        frames.append({"grid": grid.copy(), "title": tr("ring step {step}: K/V block held {holds}").format(
+                           step=step, holds=holds),
                        "xlabel": "K/V block", "ylabel": "query block (= rank)", "kind": "steps"})
     return frames
 
@@ -203,7 +207,7 @@ def draw_grid(frame: dict, n_ranks: int, ax=None):
         shade = np.where(grid >= 0, 1.0, np.where(grid == -2, 0.25, 0.0))
         ax.imshow(shade, cmap="Blues", vmin=0, vmax=1.6, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, {-1: "", -2: "masked"}.get(int(v), f"step {v}"), ha="center",
+            ax.text(j, i, {-1: "", -2: tr("masked")}.get(int(v), tr("step {v}").format(v=v)), ha="center",
                     va="center", fontsize=10)
         ax.set_xticks(range(grid.shape[1]))
         ax.set_yticks(range(grid.shape[0]))

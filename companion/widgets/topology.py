@@ -142,11 +142,11 @@ def draw_topology(cluster, messages=(), at: float | None = None, ax=None, title:
             x0 = pos[node * cols][0]
             ax.add_patch(FancyBboxPatch((x0 - 0.45, -0.7), cols - 0.1, 1.15,
                                         boxstyle="round,pad=0.05", fc="none", ec="0.5"))
-            ax.text(x0 - 0.4, -0.95, f"node {node}", fontsize=9, color="0.3")
+            ax.text(x0 - 0.4, -0.95, tr("node {node}").format(node=node), fontsize=9, color="0.3")
         sx, sy = pos["switch"]
         ax.add_patch(FancyBboxPatch((sx - 0.8, sy - 0.25), 1.6, 0.5, boxstyle="round,pad=0.05",
                                     fc="0.92", ec="0.4", zorder=2))
-        ax.text(sx, sy, "switch", ha="center", va="center", fontsize=9, zorder=3)
+        ax.text(sx, sy, tr("switch"), ha="center", va="center", fontsize=9, zorder=3)
     for r in range(rows * cols):
         x, y = pos[r]
         ax.add_patch(plt.Circle((x, y), 0.3, fc="white", ec="0.2", zorder=4))
@@ -206,8 +206,9 @@ def topology_player(cluster, messages, frames: int = 24, title: str = "", figsiz
         at = span * k / (frames - 1)
         shown = draw_topology(cluster, messages, at=at if k < frames - 1 else span + 1, ax=ax)
         done = ", ".join(f"{link} {fmt_bytes(b)}" for link, b in sorted(shown["delivered"].items()))
-        ax.set_title(f"{title + ': ' if title else ''}t = {fmt_seconds(at)}, "
-                     f"{shown['in_flight']} in flight; delivered: {done or 'nothing yet'}",
-                     fontsize=10)
+        status = (tr("t = {t}, {n} in flight; delivered: {done}") if done else
+                  tr("t = {t}, {n} in flight; delivered: nothing yet")).format(
+            t=fmt_seconds(at), n=shown["in_flight"], done=done)
+        ax.set_title(f"{title + ': ' if title else ''}{status}", fontsize=10)
 
     return frame_player(frames, draw, figsize=figsize, description=tr("time"))

@@ -26,7 +26,10 @@ __all__ = ["zero_memory"]
 
 _PARTS = ("params", "grads", "optimizer")
 _PART_LABELS = {"params": "weights", "grads": "gradients", "optimizer": "optimizer state"}
-_STAGE_NAMES = ["DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"]
+def _stage_names() -> list[str]:
+    return [tr("DDP (stage 0)"), "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"]
+
+
 _GPUS = {"A100 / H100 80 GB": 80, "H200 141 GB": 141, "V100 32 GB": 32, "RTX 4090 24 GB": 24}
 
 
@@ -48,21 +51,28 @@ def _presets() -> dict:
     return presets
 
 
+def _preset_label(name: str) -> str:
+    return {"custom": tr("custom"), "ZeRO paper 7.5B": tr("ZeRO paper 7.5B")}.get(name, name)
+
+
 def _make_controls(params_b, gpus, stage, precision, optimizer, gpu_memory_gb, presets):
     """The controls, by the name of the box attribute each becomes."""
     return {
-        "preset": W.Dropdown(options=list(presets), value="ZeRO paper 7.5B"
+        # option values stay English (the callbacks look them up); only the labels translate
+        "preset": W.Dropdown(options=[(_preset_label(p), p) for p in presets],
+                             value="ZeRO paper 7.5B"
                              if params_b == 7.5 else "custom", description=tr("model")),
         "params_b": W.BoundedFloatText(value=params_b, min=0, max=1e6, step=0.1,
                                        description=tr("params (B)")),
         "gpus": W.BoundedIntText(value=gpus, min=0, max=1_000_000, description=tr("GPUs (N)")),
-        "stage": W.Dropdown(options=[(name, i) for i, name in enumerate(_STAGE_NAMES)],
+        "stage": W.Dropdown(options=[(name, i) for i, name in enumerate(_stage_names())],
                             value=stage, description=tr("stage")),
         "precision": W.Dropdown(options=list(M.PRECISIONS), value=precision,
                                 description=tr("precision")),
         "optimizer": W.Dropdown(options=list(M.OPTIMIZERS), value=optimizer,
                                 description=tr("optimizer")),
-        "gpu": W.Dropdown(options=["custom"] + list(_GPUS), value="custom", description=tr("GPU")),
+        "gpu": W.Dropdown(options=[(tr("custom"), "custom")] + [(g, g) for g in _GPUS],
+                          value="custom", description=tr("GPU")),
         "gpu_memory_gb": W.BoundedFloatText(value=gpu_memory_gb, min=0, max=1e5,
                                             description=tr("GPU GB")),
     }
@@ -90,7 +100,7 @@ def _figure(rows, v, num):
     ax.axhline(v["gpu_memory_gb"], color="black", linestyle="--",
                label=tr("GPU memory {gb} GB").format(gb=f"{v['gpu_memory_gb']:g}"))
     ax.set_xticks(range(4), [("> " if s == chosen else "") + name
-                             for s, name in enumerate(_STAGE_NAMES)])
+                             for s, name in enumerate(_stage_names())])
     ax.set_ylabel(tr("model states per GPU (GB)"))
     ax.set_ylim(0, max(max(bottom), v["gpu_memory_gb"]) * 1.3)
     ax.set_title(tr("{billions}B parameters on N = {n} GPUs, {precision} {optimizer}").format(
@@ -108,10 +118,10 @@ def _summary(rows, v) -> list[str]:
     lines = [tr("{params} + {grads} + {optimizer} = {total} bytes per parameter before "
                 "sharding.").format(**per, total=sum(per.values())),
              tr("{stage}: {gb} GB per GPU ({fits} in {limit} GB).").format(
-                 stage=_STAGE_NAMES[v["stage"]], gb=f"{chosen['total'] / GB:,.2f}",
+                 stage=_stage_names()[v["stage"]], gb=f"{chosen['total'] / GB:,.2f}",
                  fits=fits, limit=f"{v['gpu_memory_gb']:g}"),
              tr("Largest model that fits (weights + gradients + optimizer state only):")]
-    for s, name in enumerate(_STAGE_NAMES):
+    for s, name in enumerate(_stage_names()):
         biggest = M.max_params_that_fit(limit, v["gpus"], s, **kw)
         lines.append(f"  {name:>14}: " + tr("{billions}B parameters").format(
             billions=f"{biggest / 1e9:,.1f}"))
