@@ -171,3 +171,58 @@ def test_a_tp_group_split_over_two_nodes_gets_half_a_full_nodes_nics():
     assert rl.collective_bandwidth("H100", True, members_per_node=4) == full / 2
     with pytest.raises(ValueError, match="members_per_node"):
         rl.collective_bandwidth("H100", True, members_per_node=16)
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_an_fsdp_group_beside_tp_gets_the_planners_bandwidth(tp):
+    # The FSDP x TP rule of notebook 10 and the planner place an FSDP group the same way
+    # (one GPU of each TP group, stride tp) and give it the same bandwidth.
+    from companion.planner import ClusterSpec, group_layout, layout_collective_time
+
+    cluster = ClusterSpec.of("H100s", "H100", 1024, intra_latency_us=0.0, inter_latency_us=0.0)
+    per_node, nodes = group_layout(cluster.gpus_per_node, 1024 // tp, stride=tp)
+    w_fsdp, w_tp = rl.fsdp_tp_bandwidths("H100", 1024, tp)
+    n = 1e9 / tp   # the weight bytes one GPU gathers shrink with TP ...
+    t = layout_collective_time("all_gather", n, cluster, per_node, nodes)
+    assert t == pytest.approx((nodes - 1) / nodes * n / w_fsdp, rel=1e-9)
+    assert w_tp == rl.collective_bandwidth("H100", False)
+    # ... and so do the NICs its group drives in a node: FSDP's time does not move
+    assert n / w_fsdp == pytest.approx(1e9 / rl.collective_bandwidth("H100", True))
+
+
+def test_the_split_exercise_uses_the_same_placement():
+    from companion.learning import nb10
+
+    for name, args in nb10.SPLIT_PROBLEMS.items():
+        b, seq, f, n, g, nv, nic = args
+        if "H100" not in name:
+            continue
+        for y, x, t in nb10._split_times(*args):
+            w_fsdp, w_tp = rl.fsdp_tp_bandwidths("H100", n, y)
+            assert t == pytest.approx(max(f / (y * w_fsdp), b / (x * w_tp)), rel=1e-12), name
+
+
+def test_a_tp_group_of_whole_nodes_takes_their_nics():
+    one_nic = rl.collective_bandwidth("H100", True, members_per_node=1)
+    assert rl.fsdp_tp_bandwidths("H100", 1024, 16) == (one_nic, rl.collective_bandwidth("H100", True))
+    with pytest.raises(ValueError, match="tp=12"):
+        rl.fsdp_tp_bandwidths("H100", 1024, 12)
+
+
+def test_the_best_split_on_real_links():
+    llama = __import__("companion.planner", fromlist=["MODELS"]).MODELS["Llama-3 70B"]
+    # inside a node (and on a TPU's torus) both transfers share the per-device links:
+    # the one-bandwidth balance
+    assert rl.fsdp_tp_best_on("H100", 2 ** 16, llama.hidden, llama.ffn, 8) == \
+        rl.fsdp_tp_best_degrees(2 ** 16, llama.ffn, 8) == (4, 2)
+    assert rl.fsdp_tp_best_on("TPU v5p", 48_000, 8192, 32_768, 64) == \
+        rl.fsdp_tp_best_degrees(48_000, 32_768, 64)
+    # across nodes TP does not shorten FSDP's time, so least communication is pure FSDP
+    assert rl.fsdp_tp_best_on("H100", 2 ** 20, llama.hidden, llama.ffn, 128) == (128, 1)
+
+
+def test_an_axis_of_one_device_moves_nothing():
+    t = rl.layer_times("fsdp_tp", 1e6, 8192, 28_672, 1e15, 4e11, x=128, y=1)
+    assert t["tp_comm"] == 0 and t["fsdp_comm"] > 0
+    t = rl.layer_times("fsdp_tp", 1e6, 8192, 28_672, 1e15, 4e11, x=1, y=8)
+    assert t["fsdp_comm"] == 0 and t["tp_comm"] > 0

@@ -24,6 +24,7 @@ MAINLAND = {
     "流水線": "管線", "運算元": "運算子 (運算元 is an operand)", "全域性": "全域",
     "區域性": "局部", "網絡": "網路", "幻燈片": "投影片", "軟體包": "套件",
     "單元格": "儲存格", "視訊記憶體": "記憶體", "丟擲": "拋出", "塊 GPU": "張 GPU",
+    "塊 H100": "張 H100", "塊 A100": "張 A100", "塊 B200": "張 B200", "塊網路卡": "張網路卡",
     "“": "「", "”": "」", "打印": "印出 / 列印", "運行": "執行", "實現": "實作",
     "返回": "傳回", "批大小": "批次大小", "反饋": "回饋", "交換機": "交換器",
     "倉庫": "儲存庫", "推理": "推論", "閾值": "門檻", "規約": "歸約 (規約 reads as a statute)",
@@ -40,7 +41,7 @@ WRONG_CHARACTERS = {"隻": "只", "髮": "發", "上覆制": "上複製", "覆�
 WRONG_PATTERNS = {r"(?<![公英海千])里(?!程)": "裡 (里 is a unit of distance)"}
 # Column and row: Taiwan writes 欄 for a column and 列 for a row; these are the mainland
 # order, which a Taiwan reader reads inverted.
-INVERTED = ("(?<!平)行平行", "按行", "行切分", "輸入行", "輸出列", "行和列", "(?<!平)行組")
+INVERTED = ("(?<!平)行平行", "按行", "行切分", "輸入行", "行和列", "(?<!平)行組")
 # One word, one sense: a GPU kernel is not a CPU core (both 核心 after s2twp).
 KERNEL_AS_CORE = ("GPU 核心", "CUDA 核心", "融合核心", "核心啟動", "核心效率")
 

@@ -287,6 +287,8 @@ WRITTEN_ZH_CN = {
         "它替你根据列表创建通信组；请用 dist.new_group",
     "it is the package's rule; derive it here":
         "它是本包的规则；请在这里自己推导",
+    "it is the package's placement rule; derive it here":
+        "它是本包的放置规则；请在这里自己推导",
     "it is the package's FSDP, whose prefetch is what you write here":
         "它是本包的 FSDP，而它的预取正是你在这里要写的",
     "it is the same three phases, run as two rings":
@@ -643,8 +645,12 @@ WRITTEN_ZH_CN = {
         "TP 2，跨两个 A100 节点，每个节点一块 GPU",
     "Llama-3 70B, 1M tokens, 1,024 H100s":
         "Llama-3 70B，1M token，1,024 块 H100",
-    "Llama-3 405B, 16M tokens, 16,384 H100s":
-        "Llama-3 405B，16M token，16,384 块 H100",
+    "Llama-3 70B, 64K tokens, one node of 8 H100s":
+        "Llama-3 70B，64K token，一个 8 块 H100 的节点",
+    "Llama-3 8B, 4M tokens, 512 H100s":
+        "Llama-3 8B，4M token，512 块 H100",
+    "Llama-3 70B, 16M tokens, 2,048 H100s":
+        "Llama-3 70B，16M token，2,048 块 H100",
     "Llama-3 70B, 2M tokens, 2,048 B200s":
         "Llama-3 70B，2M token，2,048 块 B200",
     "GPT-3 175B, 3.1M tokens, 4,096 A100s":

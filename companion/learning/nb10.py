@@ -8,8 +8,8 @@ of its set, and none a formula printed above it; then one on real ranks.
   compute-bound under pure FSDP, where the group's bandwidth drops once it leaves a node.
 * ``10.tp-limit`` (warm-up, decide): the inverse of the TP limit: the narrowest MLP
   whose Y-way split stays compute-bound, each GPU's slice a whole number of tiles.
-* ``10.fsdp-tp-split`` (core, decide): the best FSDP x TP split of N devices when TP
-  rides NVLink and FSDP crosses nodes (two bandwidths), with TP kept inside a node.
+* ``10.fsdp-tp-split`` (core, decide): the best FSDP x TP split of N GPUs, an FSDP group
+  getting one NIC per member in each node: across nodes TP buys it no bandwidth.
 * ``10.prefetch-order`` (stretch, implement): an FSDP forward pass with real
   asynchronous all-gathers that prefetches unit k+1 while unit k computes and holds at
   most two units; the ranks record the order (:mod:`.nb10_prefetch`).
@@ -165,55 +165,75 @@ TP_LIMIT = register(Exercise(
 
 
 # ---- 10.fsdp-tp-split -------------------------------------------------------------------
-# name -> (batch_tokens, d_ff, devices, gpus_per_node, tp_bandwidth, fsdp_bandwidth)
+_NIC, _A_NIC, _B_NIC = (roofline.collective_bandwidth(c, True, 1) for c in ("H100", "A100", "B200"))
+# name -> (batch_tokens, seq_len, d_ff, devices, gpus_per_node, nvlink, nic): 8-GPU nodes
+_split = lambda seqs, seq, model, n, nv, nic: (seqs * seq, seq, _M[model].ffn, n, 8, nv, nic)
 SPLIT_PROBLEMS = {
-    "Llama-3 70B, 1M tokens, 1,024 H100s": (128 * _SEQ, _M["Llama-3 70B"].ffn, 1024, 8,
-                                           _NV, _IB),
-    "Llama-3 405B, 16M tokens, 16,384 H100s": (2048 * _SEQ, _M["Llama-3 405B"].ffn, 16384,
-                                              8, _NV, _IB),
-    "Llama-3 70B, 2M tokens, 2,048 B200s": (256 * _SEQ, _M["Llama-3 70B"].ffn, 2048, 8,
-                                           _B_NV, _B_IB),
-    "GPT-3 175B, 3.1M tokens, 4,096 A100s": (1536 * 2048, _M["GPT-3 175B"].ffn, 4096, 8,
-                                            _A_NV, _A_IB),
-    "Llama-3 405B, 1M tokens, 8,192 H100s": (128 * _SEQ, _M["Llama-3 405B"].ffn, 8192, 8,
-                                            _NV, _IB),
+    "Llama-3 70B, 64K tokens, one node of 8 H100s": _split(8, _SEQ, "Llama-3 70B", 8, _NV, _NIC),
+    "Llama-3 8B, 4M tokens, 512 H100s": _split(512, _SEQ, "Llama-3 8B", 512, _NV, _NIC),
+    "Llama-3 70B, 1M tokens, 1,024 H100s": _split(128, _SEQ, "Llama-3 70B", 1024, _NV, _NIC),
+    "Llama-3 70B, 16M tokens, 2,048 H100s": _split(2048, _SEQ, "Llama-3 70B", 2048, _NV, _NIC),
+    "GPT-3 175B, 3.1M tokens, 4,096 A100s": _split(1536, 2048, "GPT-3 175B", 4096, _A_NV,
+                                                   _A_NIC),
+    "Llama-3 70B, 2M tokens, 2,048 B200s": _split(256, _SEQ, "Llama-3 70B", 2048, _B_NV, _B_NIC),
+    "Llama-3 405B, 1M tokens, 8,192 H100s": _split(128, _SEQ, "Llama-3 405B", 8192, _NV, _NIC),
 }
 
 
-def split_reference(batch_tokens, d_ff, devices, gpus_per_node, tp_bandwidth,
-                    fsdp_bandwidth):
-    # Each transfer's time is its bytes over its own link: the bandwidths play the part
-    # of the mesh-axis multipliers. The larger of the two only grows away from its
-    # minimum, so a TP degree capped at a node moves the best X to the cap.
-    x, y = roofline.fsdp_tp_best_degrees(batch_tokens, d_ff, devices, mx=fsdp_bandwidth,
-                                         my=tp_bandwidth)
-    y = min(y, gpus_per_node)
-    return devices // y, y
+def _split_times(batch_tokens, seq_len, d_ff, devices, gpus_per_node, nvlink, nic):
+    """[(Y, X, seconds up to the common factor 4 D)] for every allowed split."""
+    out, y = [], 1
+    while y <= min(gpus_per_node, devices):
+        x = devices // y
+        if x <= batch_tokens // seq_len:   # each FSDP rank needs whole sequences
+            # roofline.fsdp_tp_bandwidths' placement: inside one node everything rides
+            # NVLink; across nodes an FSDP group has gpus_per_node / Y members per node,
+            # one NIC each (tests/test_roofline.py holds the two together)
+            w_fsdp = nvlink if devices <= gpus_per_node else gpus_per_node // y * nic
+            out.append((y, x, max(d_ff / (y * w_fsdp), batch_tokens / (x * nvlink))))
+        y *= 2
+    return out
+
+
+def split_reference(batch_tokens, seq_len, d_ff, devices, gpus_per_node, nvlink_bandwidth,
+                    nic_bandwidth):
+    times = _split_times(batch_tokens, seq_len, d_ff, devices, gpus_per_node,
+                         nvlink_bandwidth, nic_bandwidth)
+    if not times:
+        return None
+    y, x, _ = min(times, key=lambda r: (r[2], r[0]))   # a tie goes to the larger X
+    return x, y
 
 
 FSDP_TP_SPLIT = register(Exercise(
     id="10.fsdp-tp-split", level="core", kind="decide",
     title="the best FSDP x TP split on a real cluster",
     student_name="my_fsdp_tp_degrees",
-    task="N devices run FSDP over X of them and tensor parallelism over Y = N / X. On a "
-         "GPU cluster the two transfers do not share a link: TP stays inside a node, on "
-         "NVLink at `tp_bandwidth` bytes/s, while FSDP's all-gathers cross nodes at "
-         "`fsdp_bandwidth`. Per layer (forward) FSDP moves 4 D F / Y bytes and TP 4 B D / "
-         "X; they overlap, so the communication time is the larger of the two times. "
-         "Write `my_fsdp_tp_degrees(batch_tokens, d_ff, devices, gpus_per_node, "
-         "tp_bandwidth, fsdp_bandwidth)` returning `(X, Y)`, powers of two with X x Y = "
-         "N and Y <= gpus_per_node, that make it smallest (prefer the larger X on a tie). "
-         f"{len(SPLIT_PROBLEMS)} problems on H100, B200 and A100 clusters.",
-    hints=("Write both times with their own bandwidths. As X grows, which one grows and "
-           "which one shrinks?",
-           "Section 4's X* assumed one bandwidth for both. Redo the balance with two: on "
-           "which side does each bandwidth land, and does a faster TP link push the best "
-           "X up or down?",
-           "The larger of two such curves only grows away from its minimum. When the "
-           "best X would need a TP group wider than a node, where does the best allowed "
-           "X lie?"),
+    task="N GPUs run FSDP over X of them and tensor parallelism over Y = N / X, placed as "
+         "Megatron places them: a TP group is Y adjacent GPUs of one node (Y <= "
+         "gpus_per_node), talking over NVLink at `nvlink_bandwidth`; an FSDP group is one "
+         "GPU of each TP group. Every GPU has one NIC of `nic_bandwidth` bytes/s. A group "
+         "inside one node rides NVLink; a group that spans nodes gets, in each node, one "
+         "NIC per member it has there. Per layer (forward) each GPU's FSDP all-gathers "
+         "move 4 D F / Y bytes and its TP collectives 4 B D / X; they overlap, so the "
+         "communication time is the larger of the two. Each FSDP rank needs whole "
+         "sequences: X <= batch_tokens / seq_len. Write `my_fsdp_tp_degrees(batch_tokens, "
+         "seq_len, d_ff, devices, gpus_per_node, nvlink_bandwidth, nic_bandwidth)` "
+         "returning `(X, Y)`, powers of two, of least communication time (the larger X on "
+         "a tie), or None when no split fits the batch. "
+         f"{len(SPLIT_PROBLEMS)} problems on H100, A100 and B200 clusters.",
+    hints=("Write both times with the bandwidth each group really gets. Count, for Y = 1, "
+           "2, 4 and 8 on 8-GPU nodes, how many members one FSDP group has in each node.",
+           "Across nodes, multiplying Y by 2 halves the bytes each GPU gathers for FSDP. "
+           "What does it do to the NICs its FSDP group drives in one node, and so to "
+           "FSDP's time? Inside one node, does the same hold?",
+           "Where FSDP's time no longer depends on Y, only TP's time and the batch tell "
+           "the splits apart. Which constraint then sets Y, and what does the one case "
+           "with no answer need that FSDP x TP cannot give it?"),
     inputs=_problems(SPLIT_PROBLEMS), reference=split_reference, adapter=_answer_each,
-    forbidden=_NO_RULES, pattern=_NO_MESSAGES, world_size=1, timeout=20.0,
+    forbidden={**_NO_RULES, "companion.roofline.matmul.fsdp_tp_bandwidths":
+               "it is the package's placement rule; derive it here"},
+    pattern=_NO_MESSAGES, world_size=1, timeout=20.0,
 ))
 
 
@@ -271,11 +291,10 @@ def worked_answer(exercise_id: str) -> None:
             print(f"{name}: each slice F / Y > C / W = {c / w:,.0f} -> {f // y:,} columns "
                   f"({f // y // TILE} tiles) -> F = {y} x {f // y:,} = {f:,}")
     elif exercise_id == "10.fsdp-tp-split":
-        for name, (b, f, n, g, w_tp, w_fsdp) in SPLIT_PROBLEMS.items():
-            x_star = math.sqrt(b * n * w_fsdp / (f * w_tp))
-            x, y = split_reference(b, f, n, g, w_tp, w_fsdp)
-            print(f"{name}: X* = sqrt(B N W_fsdp / (F W_tp)) = {x_star:,.1f}; Y <= {g} "
-                  f"means X >= {n // g:,} -> X = {x:,}, Y = {y}")
+        for name, args in SPLIT_PROBLEMS.items():
+            rows = "; ".join(f"Y={y}: {t * 1e9:.3g}" for y, _, t in _split_times(*args))
+            print(f"{name}: T / 4D = max(F / (Y W_fsdp), B / (X W_nvlink)) in ns, for each Y "
+                  f"the batch allows: {rows or 'none'} -> {split_reference(*args)}")
     else:
         raise ValueError(f"exercise_id={exercise_id!r}: worked answers exist for "
                          "'10.fsdp-bound', '10.tp-limit' and '10.fsdp-tp-split'.")

@@ -19,7 +19,7 @@ from .. import hardware
 from ..validation import positive_int, positive_number
 
 __all__ = ["matmul_flops", "matmul_bytes", "matmul_intensity", "matmul_time",
-           "hbm_critical_batch", "collective_bandwidth"]
+           "hbm_critical_batch", "collective_bandwidth", "fsdp_tp_bandwidths"]
 
 
 def _dims(b, d, f):
@@ -96,3 +96,32 @@ def collective_bandwidth(chip: str, across_nodes: bool, members_per_node: int | 
     if across_nodes:
         return a.scale_out.value * (members_per_node or a.per_node)
     return a.scale_up.value / 3 if "torus" in a.scale_up_name else a.scale_up.value
+
+
+def fsdp_tp_bandwidths(chip: str, devices: int, tp: int) -> tuple[float, float]:
+    """``(W_fsdp, W_tp)`` of ``devices`` GPUs running FSDP over ``devices / tp`` of them and
+    tensor parallelism over ``tp``, placed as Megatron places them: a TP group is ``tp``
+    adjacent GPUs, an FSDP group one GPU of each TP group. Each is
+    :func:`collective_bandwidth` for its own placement. While the whole job fits in a
+    node both ride NVLink. Across nodes, a TP group inside a node rides NVLink and an FSDP
+    group has ``per_node / tp`` members in each node, each with its own NIC: ``W_fsdp =
+    (per_node / tp)`` NICs. So a TP degree that divides the weight bytes each GPU gathers
+    by ``tp`` divides its FSDP group's NICs by ``tp`` too, and FSDP's time across nodes
+    does not change with ``tp``. A TP group of whole nodes gets their NICs and leaves each
+    FSDP group one. Taught in notebook 10, section 4."""
+    a = hardware.accelerator(chip)
+    positive_int("devices", devices, "pass the number of GPUs N = X * Y.")
+    positive_int("tp", tp, f"pass the tensor-parallel degree Y, e.g. 1 to {a.per_node}.")
+    if devices % tp:
+        raise ValueError(f"tp={tp} does not divide devices={devices}; pass a divisor, "
+                         "e.g. powers of two for both.")
+    if devices <= a.per_node:
+        return collective_bandwidth(chip, False), collective_bandwidth(chip, False)
+    if a.per_node % tp and tp % a.per_node:
+        raise ValueError(f"tp={tp}: a TP group must fill whole {a.name} nodes or divide one "
+                         f"({a.per_node} GPUs); pass a divisor or a multiple of {a.per_node}.")
+    if tp > a.per_node:
+        return (collective_bandwidth(chip, True, members_per_node=1),
+                collective_bandwidth(chip, True, members_per_node=a.per_node))
+    return (collective_bandwidth(chip, True, members_per_node=a.per_node // tp),
+            collective_bandwidth(chip, False))

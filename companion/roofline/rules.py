@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import math
 
+from .. import hardware
 from ..validation import one_of, positive_int, positive_number
+from .matmul import fsdp_tp_bandwidths
 
 __all__ = ["dp_critical_tokens", "tp_max_degree", "fsdp_tp_split", "fsdp_tp_best_degrees",
-           "fsdp_tp_min_tokens", "layer_times", "STRATEGIES", "pp_comm_time",
+           "fsdp_tp_best_on", "fsdp_tp_min_tokens", "layer_times", "STRATEGIES", "pp_comm_time",
            "pp_comm_ratio", "ep_comm_time", "ep_min_d_ff"]
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp")
@@ -130,6 +132,30 @@ def fsdp_tp_best_degrees(batch_tokens: float, d_ff: int, devices: int, mx: float
     return x, devices // x
 
 
+def fsdp_tp_best_on(chip: str, batch_tokens: float, d_model: int, d_ff: int,
+                    devices: int) -> tuple[int, int]:
+    """``(X, Y)`` of least communication on ``chip``'s real links, each transfer at the
+    bandwidth its group gets (:func:`~companion.roofline.matmul.fsdp_tp_bandwidths`); the
+    larger ``X`` on a tie. Inside one node, or on a TPU's torus, this is
+    :func:`fsdp_tp_best_degrees`' balance. Across GPU nodes FSDP's time no longer depends
+    on ``Y``, so only TP's growing time tells the splits apart: pure FSDP, unless the
+    batch has too few sequences for ``N`` data-parallel ranks (which this rule, about
+    bytes, does not see)."""
+    positive_int("devices", devices, "pass the number of devices N = X * Y.")
+    if devices & (devices - 1):
+        raise ValueError(f"devices={devices}: pass a power of two, so X and Y can be too.")
+    flops = hardware.accelerator(chip).flops
+
+    def comm(x):
+        w_fsdp, w_tp = fsdp_tp_bandwidths(chip, devices, devices // x)
+        return layer_times("fsdp_tp", batch_tokens, d_model, d_ff, flops, w_tp, x=x,
+                           y=devices // x, mx=w_fsdp / w_tp)["comm"]
+
+    xs = [2 ** i for i in range(devices.bit_length())]
+    x = min(reversed(xs), key=comm)
+    return x, devices // x
+
+
 def fsdp_tp_min_tokens(peak_flops: float, bandwidth: float, d_ff: int, mx: float = 1,
                        my: float = 1) -> float:
     """Tokens per device below which even the best FSDP x TP split is communication-bound.
@@ -153,7 +179,8 @@ def layer_times(strategy: str, batch_tokens: float, d_model: int, d_ff: int,
     Bytes per layer and step (the scaling book's table): DP all-reduces ``8 D F`` (in
     backward only), FSDP moves ``12 D F`` (4 forward, 8 backward), TP ``12 B D`` of
     activations, FSDP x TP ``12 D F / Y`` and ``12 B D / X`` on separate axes (the
-    communication time is the larger, as they overlap). Compute is ``12 B D F / (X Y)``.
+    communication time is the larger, as they overlap; an axis of one device moves
+    nothing). Compute is ``12 B D F / (X Y)``.
     DP's all-reduce can only hide under the backward pass (the gradients appear there),
     so its ``bound`` compares with the backward's two thirds of the compute.
     """
@@ -166,8 +193,10 @@ def layer_times(strategy: str, batch_tokens: float, d_model: int, d_ff: int,
         raise ValueError(f"strategy={strategy!r} with x={x}, y={y}: use 'fsdp_tp' to combine "
                          "data and tensor parallelism.")
     compute = 12 * batch_tokens * d_model * d_ff / (x * y * peak_flops)
+    # an axis of one device has no group and moves nothing
     weights = {"dp": 8, "fsdp": 12, "tp": 0, "fsdp_tp": 12}[strategy] * d_model * d_ff / y
-    acts = 12 * batch_tokens * d_model / x if strategy in ("tp", "fsdp_tp") else 0.0
+    weights = weights if x > 1 or strategy == "tp" else 0.0
+    acts = 12 * batch_tokens * d_model / x if strategy in ("tp", "fsdp_tp") and y > 1 else 0.0
     fsdp_comm, tp_comm = weights / (bandwidth * mx), acts / (bandwidth * my)
     comm = max(fsdp_comm, tp_comm)
     hides_under = compute * (2 / 3 if strategy == "dp" else 1)

@@ -75,7 +75,7 @@ TAIWAN = (
 )
 # The measure word: Taiwan counts GPUs and network cards with 張 and chips with 顆
 # (s2twp keeps the mainland's 塊, which stays for a chunk of a tensor).
-_CARD = re.compile(r"塊(?=\s*(?:GPU|[HAV]\d00|網路卡|\d+\s*GB))")
+_CARD = re.compile(r"塊(?=\s*(?:GPU|TPU|[HABV]\d00|網路卡|\d+\s*GB))")
 _CHIP = re.compile(r"塊(?=\s*晶片)")
 _LI = re.compile(r"(?<![公英海千])里(?![程])")
 # 通過 is "by way of" (Taiwan: 透過) unless a test or a check passes

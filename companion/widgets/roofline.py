@@ -12,8 +12,10 @@ communication time over compute time against tokens per device, both axes logari
   batch; markers: the chosen batch, the planner's choice (if given) and the measured
   CPU point (if given).
 
-Links: the FSDP group uses the node's NICs when the cluster spans nodes, TP uses NVLink
-while Y fits in a node (``roofline.collective_bandwidth``).
+Links: ``roofline.fsdp_tp_bandwidths``, one placement model: TP groups of adjacent GPUs
+on NVLink while Y fits in a node, an FSDP group with one NIC per member in each node
+once the cluster spans nodes (so across nodes TP does not speed FSDP up). The "best"
+curve is the split of least communication on those links.
 """
 from __future__ import annotations
 
@@ -32,10 +34,11 @@ _DEVICES = [2 ** i for i in range(3, 15)]
 
 
 def _links(chip: str, devices: int, y: int) -> tuple[float, float]:
-    a = hardware.accelerator(chip)
-    w_fsdp = roofline.collective_bandwidth(chip, devices > a.per_node)
-    w_tp = roofline.collective_bandwidth(chip, y > a.per_node)
-    return w_fsdp, w_tp
+    return roofline.fsdp_tp_bandwidths(chip, devices, y)
+
+
+def _best_x(batch, spec, chip, devices) -> int:
+    return roofline.fsdp_tp_best_on(chip, batch, spec.hidden, spec.ffn, devices)[0]
 
 
 def _ratio(batch, model, chip, devices, x):
@@ -71,12 +74,13 @@ def _numbers(spec, chip, n, b, x) -> tuple[dict, dict]:
     curves = {"per": per, "alpha": alpha,
               "fsdp": [_ratio(p * n, spec, chip, n, n)[0] for p in per],
               "mine": [_ratio(p * n, spec, chip, n, x)[0] for p in per],
-              "best": [_ratio(p * n, spec, chip, n, roofline.fsdp_tp_best_degrees(
-                  p * n, spec.ffn, n)[0])[0] for p in per]}
+              "best": [_ratio(p * n, spec, chip, n, _best_x(p * n, spec, chip, n))[0]
+                       for p in per]}
     ratio, t = _ratio(b, spec, chip, n, x)
     values = {"ratio": ratio, "bound": t["bound"], "compute_s": t["compute"],
               "comm_s": t["comm"], "tokens_per_device": b / n, "critical_tokens": alpha,
-              "best": tuple(roofline.fsdp_tp_best_degrees(b, spec.ffn, n)), "x": x, "y": n // x}
+              "best": (_best_x(b, spec, chip, n), n // _best_x(b, spec, chip, n)), "x": x,
+              "y": n // x}
     return values, curves
 
 
