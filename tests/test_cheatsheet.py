@@ -185,4 +185,6 @@ def test_roofline_closed_forms_equal_companion_roofline(chip, across):
         assert forms["tp_max_degree"] == pytest.approx(roofline.tp_max_degree(f, c, w))
         assert forms["fsdp_tp_split"] == pytest.approx(roofline.fsdp_tp_split(b, f, n))
         assert forms["fsdp_tp_min_tokens"] == pytest.approx(roofline.fsdp_tp_min_tokens(c, w, f))
-    assert len(cs.ROOFLINE_RULES) == 5 and all(len(r) == 3 for r in cs.ROOFLINE_RULES)
+    assert len(cs.ROOFLINE_RULES) == 6 and all(len(r) == 3 for r in cs.ROOFLINE_RULES)
+    # the across-nodes row: Y W_fsdp, so FSDP's time per GPU, is the same for every Y
+    assert len({y * roofline.fsdp_tp_bandwidths("H100", 1024, y)[0] for y in (1, 2, 4, 8)}) == 1

@@ -74,7 +74,10 @@ ROOFLINE_RULES = [  # (strategy, compute-bound when, what cancels)
     ("matmul on one chip", "B > C / W_hbm (bf16)", "D, F (B << D, F)"),
     ("DP / FSDP", "tokens per device B / X > C / (W M_X)", "D, F"),
     ("TP (Megatron MLP)", "Y < M_Y F W / C", "B, D"),
-    ("FSDP x TP, best split", "X = sqrt(B N M_X / (F M_Y)); B / N > (C / W)^2 / (M_X M_Y F)", "D"),
+    ("FSDP x TP, best split, one kind of link (in a node, a TPU torus)",
+     "X = sqrt(B N M_X / (F M_Y)); B / N > (C / W)^2 / (M_X M_Y F)", "D"),
+    ("FSDP x TP across GPU nodes (an FSDP group: per_node / Y NICs per node)",
+     "FSDP's time is the same for every Y; X <= B / seq_len sets Y", "Y"),
     ("PP hop", "bytes D C / (2 P L W) < 1 (P params per layer, L layers per stage)", "B"),
 ]
 
