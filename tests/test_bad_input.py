@@ -20,6 +20,7 @@ import multiprocessing
 import multiprocessing.process
 import pkgutil
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
@@ -73,6 +74,7 @@ from companion.autoparallel import stages as AST
 from companion import autoparallel as AUTO
 from companion.tools import bootstrap as BOOT
 from companion.tools import zh_tw as ZHTW
+from companion.tools import english_runs as ENGRUNS
 import companion.plotting as PLOT
 # the modules themselves come from importlib.
 wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
@@ -215,6 +217,8 @@ CASES = [
     Case("grade/progress", lgrade.grade, (NOTEBOOKS_DIR,), {"progress": "loud"}, ValueError, "progress="),
     Case("cli/grade-missing-folder", cli, (["grade", "/nonexistent-folder"],), {}, SystemExit, "submissions="),
     # --- the zh-TW conversion and its figure font -----------------------------------
+    Case("english_runs/not-str", ENGRUNS.english_runs, (b"text",), {}, TypeError, "text"),
+    Case("measure/not-notebook", ENGRUNS.measure, ("notebooks",), {}, ValueError, "path"),
     Case("swap_columns_and_rows/not-str", ZHTW.swap_columns_and_rows, (["列"],), {}, TypeError, "text"),
     Case("use_cjk_font/language", PLOT.use_cjk_font, ("zh-HK",), {}, ValueError, "language"),
     # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap) -----------------
@@ -852,6 +856,7 @@ NOT_APPLICABLE = {
     "LaunchError": "an exception class",
     "LaunchTimeout": "an exception class",
     "teardown_process_group": "takes no arguments",
+    "visible_texts": "takes a notebook that nbclient executed",
     "rank": "takes no arguments",
     "world_size": "takes no arguments",
     "device": "takes no arguments",
@@ -959,6 +964,12 @@ def no_rank_may_start(monkeypatch):
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     yield
+    # A rank of an earlier test that is still exiting on a loaded machine is not this
+    # case's: give it the conftest's grace before calling it left behind.
+    deadline = time.monotonic() + 5.0
+    while (multiprocessing.active_children() or children() - before) and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
     assert multiprocessing.active_children() == []
     assert children() - before == set(), "a bad-input case left a process behind"
 
