@@ -195,6 +195,33 @@ def test_the_pipeline_run_summary_speaks_chinese(chinese):
     assert_chinese([text], "pipeline_run's summary")
 
 
+def test_notebook_10_and_11_figures_speak_chinese(chinese):
+    from companion import widgets as W
+    from companion.overlap import draw_overlap
+    from companion.overlap.crossover import _summarize_crossover
+    from companion.overlap.runs import _summarize_overlap
+    from companion.topology.why import plot_compute_growth
+
+    box = W.roofline_explorer(measured_point=(1.0, 0.5),
+                              planner_choice=dict(model="Llama-3 70B", chip="H100",
+                                                  devices=1024, batch_tokens=2 ** 20, x=64, y=16))
+    box.batch.value = 2 ** 26                      # the readout's compute-bound case
+    assert "计算受限" in box.text.value
+    tl = dict(rank=0, step_s=0.01, compute_s=0.006, compute=[(0.0, 0.006)], waits=[(0.006, 0.008)],
+              comm=[dict(start=0.004, end=0.008)])
+    _figures_of(lambda ax: draw_overlap(ax, [tl, dict(tl, rank=1)]), chinese)
+    _figures_of(plot_compute_growth, chinese)
+    row = dict(strategy="ddp", batch=16, bucket_size_mb=1, prefetch=False, comm_s=0.01,
+               exposed_s=0.002, compute_s=0.02)
+    sweep = dict(strategy="ddp", world_size=2, bandwidth_bytes_s=50e6,
+                 effective_bandwidth_bytes_s=40e6, flops_per_s=5e9, predicted_batch=64,
+                 measured_batch=64, rows=[dict(batch=16, slowest_compute_s=0.01, comm_s=0.02,
+                                               slowest_exposed_s=0.01)])
+    texts = [_summarize_overlap([[row]]), _summarize_crossover([sweep])]
+    assert_chinese(widget_texts(box) + texts + chinese, "notebook 10 and 11")
+    assert any("步内时间" in t for t in chinese) and any("训练 FLOPs" in t for t in chinese)
+
+
 def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion import basics
     monkeypatch.delenv(i18n.ENV, raising=False)

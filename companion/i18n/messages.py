@@ -568,4 +568,26 @@ ZH_CN = {
         "参数最大差 |param diff| {param:.1e}，梯度最大差 |grad diff| {grad:.1e}；每个 rank 上实测字节数都等于闭式解：否",
     "parameter server: {workers} workers, final loss {loss:.4f}; server sent {sent} B and received {received} B":
         "参数服务器：{workers} 个 worker，最终损失 {loss:.4f}；服务器发送 {sent} B，接收 {received} B",
+    # ---- notebook 10's roofline explorer and overlap timeline, notebook 11's growth figure ----
+    "compute-bound": "计算受限",
+    "<b>{model}</b> on {n} x {chip}: {tokens} tokens per device (FSDP alone needs {alpha}). X = {x}, Y = {y}: per layer compute {compute} ms, communication {comm} ms &rarr; <b>{bound}</b>. Least communication: X = {bx}, Y = {by}.":
+        "<b>{model}</b>，{n} x {chip}：每个设备 {tokens} 个 token（单用 FSDP 需要 {alpha} 个）。X = {x}，Y = {y}：每层计算 {compute} ms，通信 {comm} ms &rarr; <b>{bound}</b>。通信最少的切分：X = {bx}，Y = {by}。",
+    "your split X = {x}, Y = {y}": "你的切分 X = {x}，Y = {y}",
+    "planner: X = {x}, Y = {y}": "规划器：X = {x}，Y = {y}",
+    "time in the step (ms)": "步内时间（ms）",
+    "computing": "计算",
+    "waiting": "等待",
+    "link: hidden": "链路：被隐藏",
+    "link: exposed": "链路：暴露",
+    "exposed beyond the slowest rank's compute: {ms} ms":
+        "超出最慢 rank 计算时间的暴露通信：{ms} ms",
+    "training FLOPs (doubles every {months} months)":
+        "训练 FLOPs（每 {months} 个月翻一番）",
+    # ---- notebook 10's overlap and crossover summaries (overlap/runs.py, overlap/crossover.py) ----
+    "{strategy} batch {batch} bucket {bucket} prefetch {prefetch}: comm {comm} ms, exposed {exposed} ms, compute {compute} ms":
+        "{strategy} 批大小 {batch} 桶 {bucket} 预取 {prefetch}：通信 {comm} ms，暴露 {exposed} ms，计算 {compute} ms",
+    "{strategy} on {ranks} ranks, link {link} MB/s ({effective} effective), slowest rank {gflops} GFLOP/s: predicted T* = {predicted} rows, measured {measured}":
+        "{strategy}，{ranks} 个 rank，链路 {link} MB/s（有效 {effective}），最慢的 rank {gflops} GFLOP/s：预测 T* = {predicted} 行，实测 {measured}",
+    "batch {batch}: slowest compute {compute} ms, comm {comm} ms, exposed beyond the slowest {exposed} ms":
+        "批大小 {batch}：最慢的计算 {compute} ms，通信 {comm} ms，超出最慢者的暴露通信 {exposed} ms",
 }

@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..validation import positive_int, positive_number, preflight
 from .runs import _check, measure_overlap
 
@@ -147,13 +148,19 @@ def _batches(guess):
 
 def _summarize_crossover(results):
     r = results[0]
-    lines = [f"{r['strategy']} on {r['world_size']} ranks, link {r['bandwidth_bytes_s'] / 1e6:g} "
-             f"MB/s ({r['effective_bandwidth_bytes_s'] / 1e6:.0f} effective), slowest rank "
-             f"{r['flops_per_s'] / 1e9:.2f} GFLOP/s: predicted T* = {r['predicted_batch']:.0f} "
-             f"rows, measured {r['measured_batch']}"]
-    lines += [f"batch {row['batch']:>4}: slowest compute {1e3 * row['slowest_compute_s']:7.1f} "
-              f"ms, comm {1e3 * row['comm_s']:6.1f} ms, exposed beyond the slowest "
-              f"{1e3 * row['slowest_exposed_s']:6.1f} ms" for row in r["rows"]]
+    lines = [tr("{strategy} on {ranks} ranks, link {link} MB/s ({effective} effective), slowest "
+                "rank {gflops} GFLOP/s: predicted T* = {predicted} rows, measured {measured}").format(
+        strategy=r["strategy"], ranks=r["world_size"], link=f"{r['bandwidth_bytes_s'] / 1e6:g}",
+        effective=f"{r['effective_bandwidth_bytes_s'] / 1e6:.0f}",
+        gflops=f"{r['flops_per_s'] / 1e9:.2f}", predicted=f"{r['predicted_batch']:.0f}",
+        measured=r["measured_batch"])]
+    row_line = tr("batch {batch}: slowest compute {compute} ms, comm {comm} ms, exposed beyond "
+                  "the slowest {exposed} ms")
+    lines += [row_line.format(batch=f"{row['batch']:>4}",
+                              compute=f"{1e3 * row['slowest_compute_s']:7.1f}",
+                              comm=f"{1e3 * row['comm_s']:6.1f}",
+                              exposed=f"{1e3 * row['slowest_exposed_s']:6.1f}")
+              for row in r["rows"]]
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ what communication added to the step is what it lasted beyond that:
 from __future__ import annotations
 
 from .timeline import merge_spans
+from ..i18n import gettext as tr
 
 __all__ = ["draw_overlap", "slowest_rank_exposed"]
 
@@ -82,12 +83,12 @@ def draw_overlap(ax, timelines, title: str | None = None):
     ax.set_yticks(range(len(timelines)))
     ax.set_yticklabels([f"rank {tl.get('rank', i)}" for i, tl in enumerate(timelines)])
     ax.set_ylim(len(timelines) + 0.5, -0.5)  # a free row at the bottom for the legend
-    ax.set_xlabel("time in the step (ms)")
+    ax.set_xlabel(tr("time in the step (ms)"))
     ax.legend(handles=[Patch(color=COLORS[k], label=label) for k, label in (
-        ("compute", "computing"), ("wait", "waiting"), ("hidden", "link: hidden"),
-        ("exposed", "link: exposed"))], fontsize=8, loc="lower center", ncol=4)
+        ("compute", tr("computing")), ("wait", tr("waiting")), ("hidden", tr("link: hidden")),
+        ("exposed", tr("link: exposed")))], fontsize=8, loc="lower center", ncol=4)
     if title is None:
-        title = (f"exposed beyond the slowest rank's compute: "
-                 f"{slowest_rank_exposed(timelines) * 1e3:.1f} ms")
+        title = tr("exposed beyond the slowest rank's compute: {ms} ms").format(
+            ms=f"{slowest_rank_exposed(timelines) * 1e3:.1f}")
     ax.set_title(title, fontsize=11)
     return ax

@@ -38,6 +38,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from ..experiments import experiment
+from ..i18n import gettext as tr
 from ..validation import one_of, positive_int, positive_number, preflight
 from .timeline import step_timeline
 
@@ -125,9 +126,13 @@ def _mean_over_ranks(rows):
 
 
 def _summarize_overlap(results):
-    return "\n".join(f"{r['strategy']:>4} batch {r['batch']:>4} bucket {r['bucket_size_mb']} "
-                     f"prefetch {r['prefetch']}: comm {1e3 * r['comm_s']:.1f} ms, exposed "
-                     f"{1e3 * r['exposed_s']:.1f} ms, compute {1e3 * r['compute_s']:.1f} ms"
+    line = tr("{strategy} batch {batch} bucket {bucket} prefetch {prefetch}: comm {comm} ms, "
+              "exposed {exposed} ms, compute {compute} ms")
+    return "\n".join(line.format(strategy=f"{r['strategy']:>4}", batch=f"{r['batch']:>4}",
+                                 bucket=r["bucket_size_mb"], prefetch=r["prefetch"],
+                                 comm=f"{1e3 * r['comm_s']:.1f}",
+                                 exposed=f"{1e3 * r['exposed_s']:.1f}",
+                                 compute=f"{1e3 * r['compute_s']:.1f}")
                      for r in results[0])
 
 

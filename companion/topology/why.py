@@ -197,7 +197,8 @@ def plot_compute_growth(ax=None):
     gx = [g[1] + 0.5 for g in gpus]
     gy = [g[2] for g in gpus]
     dt = {"compute": doubling_time_years(mx, my), "gpu": doubling_time_years(gx, gy)}
-    ax.semilogy(mx, np.array(my) / my[0], "o", label=f"training FLOPs (doubles every {12 * dt['compute']:.0f} months)")
+    ax.semilogy(mx, np.array(my) / my[0], "o", label=tr("training FLOPs (doubles every {months} months)").format(
+                    months=f"{12 * dt['compute']:.0f}"))
     # Models of the same year crowd each other: alternate their labels above and below.
     for k, (m, x, y) in enumerate(sorted(zip(models, mx, my), key=lambda t: t[1])):
         ax.annotate(m["model"], (x, y / my[0]), fontsize=8, textcoords="offset points",

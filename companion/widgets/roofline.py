@@ -86,11 +86,17 @@ def _numbers(spec, chip, n, b, x) -> tuple[dict, dict]:
 
 def _readout(spec, chip, n, b, values) -> str:
     x, y, (bx, by), alpha = values["x"], values["y"], values["best"], values["critical_tokens"]
-    return (f"<b>{spec.name}</b> on {n:,} x {chip}: {b / n:,.0f} tokens per device "
-            f"(FSDP alone needs {alpha:,.0f}). X = {x}, Y = {y}: per layer "
-            f"compute {values['compute_s'] * 1e3:.3g} ms, communication "
-            f"{values['comm_s'] * 1e3:.3g} ms &rarr; <b>{values['bound']}-bound</b>. "
-            f"Least communication: X = {bx}, Y = {by}.")
+    # values["bound"] stays the rule's English word ("compute" or "communication"); only
+    # what is shown is translated, and one whole sentence each way.
+    bound = tr("compute-bound") if values["bound"] == "compute" else tr("communication-bound")
+    return tr("<b>{model}</b> on {n} x {chip}: {tokens} tokens per device "
+              "(FSDP alone needs {alpha}). X = {x}, Y = {y}: per layer "
+              "compute {compute} ms, communication "
+              "{comm} ms &rarr; <b>{bound}</b>. "
+              "Least communication: X = {bx}, Y = {by}.").format(
+        model=spec.name, n=f"{n:,}", chip=chip, tokens=f"{b / n:,.0f}", alpha=f"{alpha:,.0f}",
+        x=x, y=y, compute=f"{values['compute_s'] * 1e3:.3g}",
+        comm=f"{values['comm_s'] * 1e3:.3g}", bound=bound, bx=bx, by=by)
 
 
 def _draw(ax, spec, chip, n, b, values, curves, planner_choice, measured_point):
@@ -99,13 +105,13 @@ def _draw(ax, spec, chip, n, b, values, curves, planner_choice, measured_point):
     ax.axhspan(1, 1e4, color="#F4C7C3", alpha=0.5, label=tr("communication-bound"))
     ax.plot(xs, curves["fsdp"], label=tr("pure FSDP (X = N)"))
     ax.plot(xs, curves["best"], "--", label=tr("best FSDP x TP split"))
-    ax.plot(xs, curves["mine"], label=f"your split X = {x}, Y = {y}")
+    ax.plot(xs, curves["mine"], label=tr("your split X = {x}, Y = {y}").format(x=x, y=y))
     ax.plot([b / n / alpha], [values["ratio"]], "o", color="black", label=tr("your batch"))
     pc = planner_choice or {}
     if pc and (pc.get("model"), pc.get("chip"), pc.get("devices")) == (spec.name, chip, n):
         r = _ratio(pc["batch_tokens"], spec, chip, n, pc["x"])[0]
         ax.plot([pc["batch_tokens"] / n / alpha], [r], "*", ms=14, color="#2C7BB6",
-                label=f"planner: X = {pc['x']}, Y = {pc['y']}")
+                label=tr("planner: X = {x}, Y = {y}").format(x=pc["x"], y=pc["y"]))
     if measured_point:
         ax.plot(*measured_point, "D", color="#D7191C", label=tr("measured on this CPU"))
     ax.set(xscale="log", yscale="log", ylim=(1e-2, 1e2),
