@@ -120,11 +120,8 @@ def test_the_widgets_speak_chinese(chinese):
                                                             companion.planner.MODELS else
                                                             "Llama-3 405B")}
     boxes["schedule_explorer"].send.value = 0.1     # the title's other case
-    # The planner's rejection reasons stay English for now: code compares them
-    # (reason.startswith("out of memory")), so they are not shown translated yet.
-    reasons = re.compile(r"<li>.*?</li>", re.S)
     for name, box in boxes.items():
-        assert_chinese([reasons.sub(" ", t) for t in widget_texts(box)], name)
+        assert_chinese(widget_texts(box), name)
     assert_chinese([boxes["schedule_explorer"].title if hasattr(boxes["schedule_explorer"],
                                                                 "title") else ""], "title")
     for sp in (False, True):
@@ -222,6 +219,23 @@ def test_notebook_10_and_11_figures_speak_chinese(chinese):
     assert any("步内时间" in t for t in chinese) and any("训练 FLOPs" in t for t in chinese)
 
 
+def test_the_planner_shows_its_rejection_reasons_in_chinese(chinese):
+    from companion.planner import CLUSTERS, MODELS, plan
+    from companion.planner.feasibility import REASON_TEMPLATES, shown_reason
+    from companion.widgets.planner import ranking_html
+
+    assert all(i18n.gettext(t) != t for t in REASON_TEMPLATES)
+    feasible, infeasible = plan(MODELS["Llama-3 70B"], CLUSTERS["16 nodes, 128x H100"], 64,
+                                chunk_options=(1, 2), schedules=("1f1b", "dualpipev"),
+                                cp_options=(1, 3))
+    reasons = {p.reason for p in infeasible} | {"out of memory"}
+    assert any(r.startswith("out of memory: ") for r in reasons)
+    # The plan keeps the English reason that code compares; only what is shown changes.
+    assert all(r.isascii() for r in reasons)
+    assert_chinese([shown_reason(r) for r in reasons] + [ranking_html(feasible, infeasible)],
+                   "rejection reasons")
+
+
 def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion import basics
     monkeypatch.delenv(i18n.ENV, raising=False)
@@ -232,6 +246,9 @@ def test_english_is_unchanged(monkeypatch, tmp_path):
         "(expected 1+2+...+2 = 3): OK")
     assert basics._whoami_table([]) == f"{'rank':>4}  {'pid':>7}  {'host':<16} {'backend':<7} " \
                                        f"{'device':<7} threads"
+    from companion.planner.feasibility import shown_reason
+    reason = "out of memory: needs 93.1 GB per GPU, the GPU has 80 GB"
+    assert shown_reason(reason) == reason
     from companion.widgets.tensor_parallel import _owner_grid
     assert _owner_grid("column", 2, 8, 16, 4)[1] == \
         "fc1 [16 x 8], column-parallel: rank i keeps 8 output rows"

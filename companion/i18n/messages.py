@@ -590,4 +590,35 @@ ZH_CN = {
         "{strategy}，{ranks} 个 rank，链路 {link} MB/s（有效 {effective}），最慢的 rank {gflops} GFLOP/s：预测 T* = {predicted} 行，实测 {measured}",
     "batch {batch}: slowest compute {compute} ms, comm {comm} ms, exposed beyond the slowest {exposed} ms":
         "批大小 {batch}：最慢的计算 {compute} ms，通信 {comm} ms，超出最慢者的暴露通信 {exposed} ms",
+    # ---- the planner's rejection reasons, translated where a widget shows them (feasibility.py) ----
+    "{what} = {n} but the cluster has {gpus} GPUs":
+        "{what} = {n}，但集群有 {gpus} 块 GPU",
+    "TP={tp} does not divide the {heads} attention heads":
+        "TP={tp} 不能整除 {heads} 个注意力头",
+    "PP={pp} stages for only {layers} layers":
+        "PP={pp} 个阶段，但只有 {layers} 层",
+    "CP={cp} needs the sequence ({seq}) in 2 x CP equal chunks (each rank takes one early and one late chunk, to balance causal attention)":
+        "CP={cp} 要求把序列（{seq}）切成 2 x CP 个等长的块（每个 rank 取一个靠前的块和一个靠后的块，以平衡因果注意力）",
+    "EP={ep} but {model} has no experts":
+        "EP={ep}，但 {model} 没有专家",
+    "EP={ep} x ETP={etp} must divide the {experts} experts and the TP x CP x DP = {ranks} ranks of a stage":
+        "EP={ep} x ETP={etp} 必须整除 {experts} 个专家，以及一个阶段的 TP x CP x DP = {ranks} 个 rank",
+    "ETP={etp} does not divide the expert FFN ({ffn})":
+        "ETP={etp} 不能整除专家 FFN 的宽度（{ffn}）",
+    "the {split} split leaves a stage of PP={pp} without a layer":
+        "{split} 切分使 PP={pp} 中的某个阶段没有层",
+    "global batch {batch} is not a multiple of DP x micro-batch = {n}":
+        "全局批大小 {batch} 不是 DP x 微批次大小 = {n} 的整数倍",
+    "{m} micro-batch(es) per replica for {pp} pipeline stages: the pipeline never fills; raise the global batch or lower DP or the micro-batch size":
+        "每个副本 {m} 个微批次，却有 {pp} 个流水线阶段：流水线永远填不满；请增大全局批大小，或减小 DP 或微批次大小",
+    "interleaving {chunks} chunks needs PP > 1, micro-batches ({m}) a multiple of PP ({pp}) and at least {layers} layers":
+        "交错 {chunks} 个块要求 PP > 1、微批次数（{m}）是 PP（{pp}）的整数倍，并且至少有 {layers} 层",
+    "DualPipeV needs PP > 1, no interleaving, at least 2 x PP = {n} micro-batches (has {m}) and 2 x PP layers":
+        "DualPipeV 要求 PP > 1、不交错、至少 2 x PP = {n} 个微批次（现有 {m} 个）以及 2 x PP 层",
+    "ZeRO-2/3 with pipeline parallelism would re-communicate gradients or weights for every micro-batch (DeepSpeed forbids the combination)":
+        "ZeRO-2/3 与流水线并行同用时，每个微批次都要重新通信梯度或权重（DeepSpeed 禁止这种组合）",
+    "out of memory: needs {need} GB per GPU, the GPU has {has} GB":
+        "内存不足：每个 GPU 需要 {need} GB，而 GPU 只有 {has} GB",
+    "out of memory":
+        "内存不足",
 }

@@ -148,8 +148,9 @@ def _batches(guess):
 
 def _summarize_crossover(results):
     r = results[0]
-    lines = [tr("{strategy} on {ranks} ranks, link {link} MB/s ({effective} effective), slowest "
-                "rank {gflops} GFLOP/s: predicted T* = {predicted} rows, measured {measured}").format(
+    head = tr("{strategy} on {ranks} ranks, link {link} MB/s ({effective} effective), slowest "
+              "rank {gflops} GFLOP/s: predicted T* = {predicted} rows, measured {measured}")
+    lines = [head.format(
         strategy=r["strategy"], ranks=r["world_size"], link=f"{r['bandwidth_bytes_s'] / 1e6:g}",
         effective=f"{r['effective_bandwidth_bytes_s'] / 1e6:.0f}",
         gflops=f"{r['flops_per_s'] / 1e9:.2f}", predicted=f"{r['predicted_batch']:.0f}",

@@ -57,6 +57,64 @@ def structural_reason(model, cluster, global_batch, plan) -> str:
     return ""
 
 
+def _(message: str) -> str:
+    """Marks a message for the catalog (so the translation tests see it) and returns it
+    unchanged: these reasons are translated later, by :func:`shown_reason`."""
+    return message
+
+
+# The reasons above stay English where they are made: code compares them
+# (``reason.startswith("out of memory")``), so a widget translates one only when it shows
+# it. Each template reproduces one reason above byte for byte from the parts it captures.
+REASON_TEMPLATES = (
+    _("{what} = {n} but the cluster has {gpus} GPUs"),
+    _("TP={tp} does not divide the {heads} attention heads"),
+    _("PP={pp} stages for only {layers} layers"),
+    _("CP={cp} needs the sequence ({seq}) in 2 x CP equal chunks (each rank takes one early and "
+     "one late chunk, to balance causal attention)"),
+    _("EP={ep} but {model} has no experts"),
+    _("EP={ep} x ETP={etp} must divide the {experts} experts and the TP x CP x DP = {ranks} ranks "
+     "of a stage"),
+    _("ETP={etp} does not divide the expert FFN ({ffn})"),
+    _("the {split} split leaves a stage of PP={pp} without a layer"),
+    _("global batch {batch} is not a multiple of DP x micro-batch = {n}"),
+    _("{m} micro-batch(es) per replica for {pp} pipeline stages: the pipeline never fills; raise "
+     "the global batch or lower DP or the micro-batch size"),
+    _("interleaving {chunks} chunks needs PP > 1, micro-batches ({m}) a multiple of PP ({pp}) and "
+     "at least {layers} layers"),
+    _("DualPipeV needs PP > 1, no interleaving, at least 2 x PP = {n} micro-batches (has {m}) and "
+     "2 x PP layers"),
+    _("ZeRO-2/3 with pipeline parallelism would re-communicate gradients or weights for every "
+     "micro-batch (DeepSpeed forbids the combination)"),
+    _("out of memory: needs {need} GB per GPU, the GPU has {has} GB"),
+    _("out of memory"),
+)
+
+
+def _pattern(template: str):
+    import re
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)"
+                              for i, p in enumerate(parts)) + r"\Z")
+
+
+_PATTERNS = None
+
+
+def shown_reason(reason: str) -> str:
+    """``reason`` (a ``Plan.reason``) in the reader's language; unchanged in English, or
+    when it is none of the templates."""
+    from ..i18n import gettext as tr
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = [(t, _pattern(t)) for t in REASON_TEMPLATES]
+    for template, pattern in _PATTERNS:
+        found = pattern.match(reason)
+        if found:
+            return tr(template).format(**found.groupdict())
+    return reason
+
+
 def check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
                  kernel_efficiency, reserve_gb, cp=1, ep=1, etp=1, schedule="1f1b",
                  stage_split=None, attention="fused") -> None:

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ..planner import CLUSTERS, MODELS, ModelSpec, plan, powers_of_two_dividing
+from ..planner.feasibility import shown_reason
 from ._base import guarded, showing
 from .planner import counts_line, part_label, plans_title
 from ..i18n import gettext as tr
@@ -141,7 +142,7 @@ def autoparallel_planner(model: str = "Llama-3 405B", cluster: str = "Llama-3 sc
             reason = next((r for r in reasons if r.startswith("out of memory")),
                           reasons[0] if reasons else tr("no configuration to try"))
             status.value = tr("<b>Nothing fits.</b> For example: {reason}").format(
-                reason=html.escape(reason))
+                reason=html.escape(shown_reason(reason)))
         else:
             best = (tr("<b>Best:</b> {plan} (MoE, {seq:,}-token sequences). ") if m.is_moe else
                     tr("<b>Best:</b> {plan} (dense, {seq:,}-token sequences). ")).format(

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ..planner import CLUSTERS, MODELS, plan
+from ..planner.feasibility import shown_reason
 from ._base import guarded, showing
 from ..validation import one_of, positive_int
 from ..i18n import gettext as tr
@@ -53,6 +54,7 @@ def ranking_html(feasible, infeasible, top: int = 8) -> str:
     reasons: dict[str, int] = {}
     for p in infeasible:
         key = p.reason.split(":")[0] if p.reason.startswith("out of memory") else p.reason
+        key = shown_reason(key)
         key = key if len(key) < 90 else key[:87] + "..."
         reasons[key] = reasons.get(key, 0) + 1
     rejected = "".join(f"<li>{n} &times; {html.escape(r)}</li>"
