@@ -236,6 +236,16 @@ def test_the_planner_shows_its_rejection_reasons_in_chinese(chinese):
                    "rejection reasons")
 
 
+def test_the_cheatsheet_tables_speak_chinese(chinese):
+    from companion import cheatsheet as cs
+    from companion.cheatsheet.rules import TABLE_TEXTS
+    labels = sorted(TABLE_TEXTS)
+    reason = "TP=16 does not divide the 40 attention heads"
+    table = cs.markdown_table(labels, [labels, [reason] + ["ring"] * (len(labels) - 1)])
+    assert "| ring |" in table                     # an algorithm's name is a value: unchanged
+    assert_chinese([table], "the cheat-sheet's tables")
+
+
 def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion import basics
     monkeypatch.delenv(i18n.ENV, raising=False)
@@ -249,6 +259,9 @@ def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion.planner.feasibility import shown_reason
     reason = "out of memory: needs 93.1 GB per GPU, the GPU has 80 GB"
     assert shown_reason(reason) == reason
+    from companion.cheatsheet import markdown_table
+    assert markdown_table(["step time", "a"], [["synchronous SGD", 1]]) == \
+        "| step time | a |\n|---|---|\n| synchronous SGD | 1 |"
     from companion.widgets.tensor_parallel import _owner_grid
     assert _owner_grid("column", 2, 8, 16, 4)[1] == \
         "fc1 [16 x 8], column-parallel: rank i keeps 8 output rows"

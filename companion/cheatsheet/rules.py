@@ -97,11 +97,45 @@ def roofline_closed_forms(peak_flops: float, bandwidth: float, d_ff: int,
             "fsdp_tp_min_tokens": alpha ** 2 / d_ff}
 
 
+def _(message: str) -> str:
+    """Marks a message for the catalog (so the translation tests see it) and returns it
+    unchanged: :func:`markdown_table` translates it when it shows it."""
+    return message
+
+
+# The cheat-sheet notebook's headers and row labels. Its code is the same in every
+# edition, so the table translates them when it is drawn; a cell outside this list (an
+# algorithm's name, a formula, a number) is shown as it is, being an option value or code.
+TABLE_TEXTS = frozenset((
+    _("algorithm"), _("formula (a; b)"), _("stage"), _("memory per GPU"),
+    _("sent per rank per step"), _("x parameter bytes"), _("large-N multiple"),
+    _("schedule"), _("formula"), _("closed form"), _("simulated"), _("peak activations"),
+    _("layout"), _("activations per layer"), _("no parallelism"),
+    _("TP + SP + selective recomputation"), _("full recomputation"), _("Ulysses forward"),
+    _("ring forward"), _("ring / Ulysses"), _("method"), _("bytes for fc6"), _("ratio"),
+    _("time per step"), _("speed-up over sync"), _("synchronous SGD"), _("configuration"),
+    _("step time"), _("TP comm"), _("bubble"), _("MFU (or why not)"),
+    _("DP4 TP8 PP4 ZeRO-1 (TP inside a node)"), _("DP4 TP16 PP2 ZeRO-1 (TP across 2 nodes)"),
+    _("DP4 TP8 PP4 ZeRO-3 (ZeRO-3 with PP)"), _("DP4 TP8 PP4, micro-batch 64"),
+    _("DP8 TP8 PP4 (256 GPUs on 128)")))
+
+
+def _shown(cell) -> str:
+    from ..i18n import gettext as tr
+    from ..planner.feasibility import shown_reason
+    text = str(cell)
+    if text in TABLE_TEXTS:
+        return tr(text)
+    # a configuration the planner rejects shows its reason in the MFU column
+    return shown_reason(text) if isinstance(cell, str) else text
+
+
 def markdown_table(headers, rows) -> str:
-    """A Markdown table (display it with ``IPython.display.Markdown``)."""
+    """A Markdown table (display it with ``IPython.display.Markdown``); the cheat-sheet's
+    headers and row labels (``TABLE_TEXTS``) and planner reasons in the reader's language."""
     if not headers or any(len(row) != len(headers) for row in rows):
         raise ValueError("rows: every row needs one cell per header (and headers must not "
                          "be empty)")
-    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(_shown, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(map(_shown, row)) + " |" for row in rows]
     return "\n".join(lines)
