@@ -246,6 +246,35 @@ def test_the_cheatsheet_tables_speak_chinese(chinese):
     assert_chinese([table], "the cheat-sheet's tables")
 
 
+def test_the_other_experiment_summaries_speak_chinese(chinese):
+    from companion.collectives import demos, hierarchical
+    from companion.data_parallel import runs as dp_runs
+    from companion.dga import runs as dga_runs
+    from companion.network import delayed
+    from companion.pipeline.tinymlp import timeline_from_results
+    from companion.sequence_parallel import runs as sp_runs
+    from companion.tensor_parallel import checks
+
+    grid = dict(rank=0, node=0, env=dict(GROUP_RANK=0, LOCAL_RANK=0), intra_group=[0, 1],
+                inter_group=[0], equal=True)
+    held = dict(params=10, grads=10, optimizer=20)
+    diffs = dict(out=0.0, x_grad=0.0, w_grad=0.0, param=0.0, forward={}, backward={})
+    texts = [hierarchical._summarize([grid]), hierarchical._summarize([dict(grid, equal=False)]),
+             demos._table([{"broadcast": (torch.ones(2), dict(messages=1, steps=1))}]),
+             dp_runs._summarize_train([dict(strategy="zero1", num_params=100, losses=[0.5],
+                                            held=held, comm_bytes=8)]),
+             delayed._summarize_link([[dict(alpha_ms=1.0, model_ms=2.0, measured_ms=2.1,
+                                            real_ms=0.5)]]),
+             sp_runs._attention_summary([dict(out=0.0, grads=0.0, forward={}, backward={})]),
+             dga_runs._summarize([dict(accuracy=0.9, seconds_per_step=0.01)]),
+             checks._diff_summary([diffs]), checks._saved_summary([dict(bytes=8)]),
+             timeline_from_results([dict(rank=0, chunks=1, split_backward=False,
+                                         schedule="1f1b",
+                                         events=[("F", 0, 0, 0.0, 1.0, None)])]).name]
+    assert_chinese(texts, "summaries")
+    assert texts[-1] == "1f1b（实测）"
+
+
 def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion import basics
     monkeypatch.delenv(i18n.ENV, raising=False)

@@ -6,6 +6,8 @@ the notebook to draw; the registered ones also run as
 """
 from __future__ import annotations
 
+from ..i18n import gettext as tr
+
 import torch
 import torch.distributed as dist
 
@@ -37,7 +39,7 @@ def rank_values(numel: int = 4) -> torch.Tensor:
 
 
 def _table(results) -> str:
-    rows = [f"{'collective':<28}{'result on rank 0':<40}{'msgs':>6}{'steps':>7}"]
+    rows = [f"{tr('collective'):<28}{tr('result on rank 0'):<40}{tr('msgs'):>6}{tr('steps'):>7}"]
     for name, (out, t) in results[0].items():
         shown = [o.tolist() for o in out] if isinstance(out, list) else (
             None if out is None else out.tolist())

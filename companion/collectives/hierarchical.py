@@ -29,6 +29,8 @@ bits. NCCL's double binary tree (a latency-friendly alternative across nodes) an
 """
 from __future__ import annotations
 
+from ..i18n import gettext as tr
+
 import dataclasses
 import os
 
@@ -190,15 +192,15 @@ def _check_demo(numel, ranks_per_node, world_size=None) -> None:
 
 
 def _summarize(results) -> str:
-    rows = [f"{'rank':>4} {'node':>4} {'GROUP_RANK':>10} {'LOCAL_RANK':>10}  intra-node group"
-            f"  inter-node group  equal to dist.all_reduce"]
+    rows = [f"{'rank':>4} {tr('node'):>4} {'GROUP_RANK':>10} {'LOCAL_RANK':>10}  "
+            + tr("intra-node group  inter-node group  equal to dist.all_reduce")]
     for res in results:
         rows.append(f"{res['rank']:>4} {res['node']:>4} {str(res['env']['GROUP_RANK']):>10} "
                     f"{str(res['env']['LOCAL_RANK']):>10}  {str(res['intra_group']):<16}  "
                     f"{str(res['inter_group']):<16}  {res['equal']}")
     ok = all(res["equal"] for res in results)
-    rows.append("OK: hierarchical all-reduce equals dist.all_reduce on every rank" if ok
-                else "MISMATCH: see the last column")
+    rows.append(tr("OK: hierarchical all-reduce equals dist.all_reduce on every rank") if ok
+                else tr("MISMATCH: see the last column"))
     return "\n".join(rows)
 
 

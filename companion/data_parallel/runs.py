@@ -107,12 +107,17 @@ def _wrap(strategy, model, optimizer, lr, bucket_size_mb, compute_dtype, prefetc
 
 def _summarize_train(results):
     r = results[0]
-    lines = [f"{r['strategy']} on {len(results)} rank(s), {r['num_params']:,} parameters"]
-    lines += [f"step {i}: loss {loss:.4f}" for i, loss in enumerate(r["losses"])]
+    from ..i18n import gettext as tr
+    lines = [tr("{strategy} on {ranks} rank(s), {params} parameters").format(
+        strategy=r["strategy"], ranks=len(results), params=f"{r['num_params']:,}")]
+    lines += [tr("step {i}: loss {loss}").format(i=i, loss=f"{loss:.4f}")
+              for i, loss in enumerate(r["losses"])]
     for rank, res in enumerate(results):
         held = res["held"]
-        lines.append(f"rank {rank} holds params {held['params']:,} B, grads {held['grads']:,} B, "
-                     f"optimizer {held['optimizer']:,} B; sent {res['comm_bytes']} B last step")
+        lines.append(tr("rank {rank} holds params {params} B, grads {grads} B, optimizer "
+                        "{optimizer} B; sent {sent} B last step").format(
+            rank=rank, params=f"{held['params']:,}", grads=f"{held['grads']:,}",
+            optimizer=f"{held['optimizer']:,}", sent=res["comm_bytes"]))
     return "\n".join(lines)
 
 

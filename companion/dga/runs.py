@@ -54,8 +54,9 @@ def _finish(out, t0, t_end, accuracy, timeline):
 def _summarize(results) -> str:
     r = results[0]
     acc = sum(x["accuracy"] for x in results) / len(results)
-    return (f"mean test accuracy over {len(results)} ranks: {100 * acc:.2f} %, "
-            f"{1e3 * r['seconds_per_step']:.2f} ms per step")
+    from ..i18n import gettext as tr
+    return tr("mean test accuracy over {ranks} ranks: {acc} %, {ms} ms per step").format(
+        ranks=len(results), acc=f"{100 * acc:.2f}", ms=f"{1e3 * r['seconds_per_step']:.2f}")
 
 
 def _check_train(algorithm, steps, delay, corrected, local_steps, lr, schedule, batch_size,

@@ -649,4 +649,31 @@ ZH_CN = {
     "DP4 TP8 PP4 ZeRO-3 (ZeRO-3 with PP)": "DP4 TP8 PP4 ZeRO-3（ZeRO-3 与 PP 同用）",
     "DP4 TP8 PP4, micro-batch 64": "DP4 TP8 PP4，微批次大小 64",
     "DP8 TP8 PP4 (256 GPUs on 128)": "DP8 TP8 PP4（128 块 GPU 上要 256 块）",
+    # ---- experiment summaries: collectives, ZeRO, latency link, sequence and tensor parallelism,
+    # DGA, the measured pipeline ---------------------------------------------------------------
+    "{schedule} (measured)": "{schedule}（实测）",
+    "node": "节点",
+    "intra-node group  inter-node group  equal to dist.all_reduce":
+        "节点内组            节点间组            与 dist.all_reduce 相等",
+    "OK: hierarchical all-reduce equals dist.all_reduce on every rank":
+        "OK：每个 rank 上分层全规约的结果都等于 dist.all_reduce",
+    "MISMATCH: see the last column": "MISMATCH：见最后一列",
+    "collective": "集合通信",
+    "result on rank 0": "rank 0 上的结果",
+    "msgs": "消息数",
+    "steps": "步数",
+    "{strategy} on {ranks} rank(s), {params} parameters":
+        "{strategy}，{ranks} 个 rank，{params} 个参数",
+    "step {i}: loss {loss}": "第 {i} 步：损失 {loss}",
+    "rank {rank} holds params {params} B, grads {grads} B, optimizer {optimizer} B; sent {sent} B last step":
+        "rank {rank} 持有参数 {params} B、梯度 {grads} B、优化器状态 {optimizer} B；上一步发送 {sent} B",
+    "alpha={alpha} ms: model {model} ms, measured {measured} ms (real all-reduce {real} ms)":
+        "alpha={alpha} ms：模型 {model} ms，实测 {measured} ms（真实全规约 {real} ms）",
+    "max |diff| vs full attention: output {out}, grads {grads}; collectives per rank: forward {forward}, backward {backward}":
+        "与完整注意力的最大差 |diff|：输出 {out}，梯度 {grads}；每个 rank 的集合通信：前向 {forward}，反向 {backward}",
+    "mean test accuracy over {ranks} ranks: {acc} %, {ms} ms per step":
+        "{ranks} 个 rank 的平均测试准确率：{acc} %，每步 {ms} ms",
+    "max |diff| vs single process over {ranks} rank(s): {diffs}\ncollectives per rank: forward {forward}, backward {backward}":
+        "{ranks} 个 rank 与单进程的最大差 |diff|：{diffs}\n每个 rank 的集合通信：前向 {forward}，反向 {backward}",
+    "saved activations per rank: {counts} bytes": "每个 rank 保存的激活值：{counts} 字节",
 }

@@ -212,8 +212,11 @@ class DelayedComm:
 
 
 def _summarize_link(results) -> str:
-    return "\n".join(f"alpha={r['alpha_ms']:g} ms: model {r['model_ms']:.2f} ms, measured "
-                     f"{r['measured_ms']:.2f} ms (real all-reduce {r['real_ms']:.2f} ms)"
+    from ..i18n import gettext as tr
+    line = tr("alpha={alpha} ms: model {model} ms, measured {measured} ms (real all-reduce "
+              "{real} ms)")
+    return "\n".join(line.format(alpha=f"{r['alpha_ms']:g}", model=f"{r['model_ms']:.2f}",
+                                 measured=f"{r['measured_ms']:.2f}", real=f"{r['real_ms']:.2f}")
                      for r in results[0])
 
 

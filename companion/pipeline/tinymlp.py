@@ -205,7 +205,7 @@ def timeline_from_results(results: list, unit: str = "ms") -> Timeline:
               for r in results for (k, mb, c, a, b, _) in r["events"]]
     first = results[0]
     return Timeline(events, len(results), first["chunks"], first["split_backward"],
-                    first["schedule"] + " (measured)", unit)
+                    tr("{schedule} (measured)").format(schedule=first["schedule"]), unit)
 
 
 def _summary(results) -> str:

@@ -22,9 +22,12 @@ def _max_diff(a, b) -> float:
 
 def _attention_summary(results: list) -> str:
     r = results[0]
-    return (f"max |diff| vs full attention: output {max(x['out'] for x in results):.1e}, "
-            f"grads {max(x['grads'] for x in results):.1e}; collectives per rank: "
-            f"forward {r['forward']}, backward {r['backward']}")
+    from ..i18n import gettext as tr
+    return tr("max |diff| vs full attention: output {out}, grads {grads}; collectives per "
+              "rank: forward {forward}, backward {backward}").format(
+        out=f"{max(x['out'] for x in results):.1e}",
+        grads=f"{max(x['grads'] for x in results):.1e}", forward=r["forward"],
+        backward=r["backward"])
 
 
 def _check_seq(seq, world_size) -> None:

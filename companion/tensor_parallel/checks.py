@@ -30,9 +30,11 @@ def _max_diff(a, b) -> float:
 def _diff_summary(results: list) -> str:
     r = results[0]
     worst = {k: max(x[k] for x in results) for k in ("out", "x_grad", "w_grad", "param")}
-    return (f"max |diff| vs single process over {len(results)} rank(s): "
-            + ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
-            + f"\ncollectives per rank: forward {r['forward']}, backward {r['backward']}")
+    from ..i18n import gettext as tr
+    return tr("max |diff| vs single process over {ranks} rank(s): {diffs}\ncollectives per "
+              "rank: forward {forward}, backward {backward}").format(
+        ranks=len(results), diffs=", ".join(f"{k} {v:.1e}" for k, v in worst.items()),
+        forward=r["forward"], backward=r["backward"])
 
 
 def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
@@ -199,6 +201,12 @@ def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int
             "fc2_grad": mlp.fc2.weight.grad}
 
 
+def _saved_summary(results) -> str:
+    from ..i18n import gettext as tr
+    return tr("saved activations per rank: {counts} bytes").format(
+        counts=[r["bytes"] for r in results])
+
+
 def _check_activation(mode, batch, seq, d_model, n_heads, dtype, world_size=1) -> None:
     one_of("mode", mode, ("single", "tp", "tp_sp", "tp_sp_regather"))
     _check(dtype, batch=batch, seq=seq, d_model=d_model, n_heads=n_heads)
@@ -208,7 +216,7 @@ def _check_activation(mode, batch, seq, d_model, n_heads, dtype, world_size=1) -
 
 
 @experiment("tp_activation_memory",
-            summarize=lambda rs: f"saved activations per rank: {[r['bytes'] for r in rs]} bytes")
+            summarize=lambda rs: _saved_summary(rs))
 @preflight(_check_activation)
 def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: int = 64,
                      n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
