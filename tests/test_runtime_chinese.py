@@ -252,7 +252,7 @@ def test_the_other_experiment_summaries_speak_chinese(chinese):
     from companion.dga import runs as dga_runs
     from companion.network import delayed
     from companion.pipeline.tinymlp import timeline_from_results
-    from companion.sequence_parallel import runs as sp_runs
+    from companion.sequence_parallel import block, moe, runs as sp_runs
     from companion.tensor_parallel import checks
 
     grid = dict(rank=0, node=0, env=dict(GROUP_RANK=0, LOCAL_RANK=0), intra_group=[0, 1],
@@ -268,6 +268,9 @@ def test_the_other_experiment_summaries_speak_chinese(chinese):
              sp_runs._attention_summary([dict(out=0.0, grads=0.0, forward={}, backward={})]),
              dga_runs._summarize([dict(accuracy=0.9, seconds_per_step=0.01)]),
              checks._diff_summary([diffs]), checks._saved_summary([dict(bytes=8)]),
+             moe._moe_summary([dict(out=0.0, x_grad=0.0, router_grad=0.0, expert_grad=0.0,
+                                    dropped=0)]),
+             block._benchmark_summary([dict(seconds=0.01, bytes=64, max_diff=0.0)]),
              timeline_from_results([dict(rank=0, chunks=1, split_backward=False,
                                          schedule="1f1b",
                                          events=[("F", 0, 0, 0.0, 1.0, None)])]).name]

@@ -676,4 +676,9 @@ ZH_CN = {
     "max |diff| vs single process over {ranks} rank(s): {diffs}\ncollectives per rank: forward {forward}, backward {backward}":
         "{ranks} 个 rank 与单进程的最大差 |diff|：{diffs}\n每个 rank 的集合通信：前向 {forward}，反向 {backward}",
     "saved activations per rank: {counts} bytes": "每个 rank 保存的激活值：{counts} 字节",
+    # ---- experiment summaries: expert parallelism and the sequence-parallel benchmark ------------
+    "max |diff| vs single-process MoE: {diffs}; dropped per rank {dropped}":
+        "与单进程 MoE 的最大差 |diff|：{diffs}；每个 rank 丢弃的（token, 专家）分配数 {dropped}",
+    "{ms} ms/step, {bytes} bytes sent per rank, max diff {diff}":
+        "每步 {ms} ms，每个 rank 发送 {bytes} 字节，最大差 {diff}",
 }

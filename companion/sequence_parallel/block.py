@@ -57,9 +57,14 @@ def _check_benchmark(method, steps, batch, seq, d_model, heads, world_size=1) ->
     _check_seq(seq, world_size)
 
 
-@experiment("sp_benchmark_layer", summarize=lambda rs: (
-    f"{1e3 * rs[0]['seconds']:.1f} ms/step, {rs[0]['bytes']:.0f} bytes sent per rank, "
-    f"max diff {rs[0]['max_diff']:.1e}"))
+def _benchmark_summary(rs) -> str:
+    from ..i18n import gettext as tr
+    return tr("{ms} ms/step, {bytes} bytes sent per rank, max diff {diff}").format(
+        ms=f"{1e3 * rs[0]['seconds']:.1f}", bytes=f"{rs[0]['bytes']:.0f}",
+        diff=f"{rs[0]['max_diff']:.1e}")
+
+
+@experiment("sp_benchmark_layer", summarize=_benchmark_summary)
 @preflight(_check_benchmark)
 def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int = 256,
                     d_model: int = 128, heads: int = 8, seed: int = 0) -> dict:

@@ -154,10 +154,15 @@ def _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dty
                          f"use a multiple of {world_size} experts.")
 
 
-@experiment("moe_expert_parallel", summarize=lambda rs: (
-    "max |diff| vs single-process MoE: " + ", ".join(
-        f"{k} {max(r[k] for r in rs):.1e}" for k in ("out", "x_grad", "router_grad", "expert_grad"))
-    + f"; dropped per rank {[r['dropped'] for r in rs]}"))
+def _moe_summary(rs) -> str:
+    from ..i18n import gettext as tr
+    return tr("max |diff| vs single-process MoE: {diffs}; dropped per rank {dropped}").format(
+        diffs=", ".join(f"{k} {max(r[k] for r in rs):.1e}"
+                        for k in ("out", "x_grad", "router_grad", "expert_grad")),
+        dropped=[r["dropped"] for r in rs])
+
+
+@experiment("moe_expert_parallel", summarize=_moe_summary)
 @preflight(_check_compare)
 def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 4,
                 tokens: int = 16, d_model: int = 16, d_ff: int = 32, seed: int = 0,
