@@ -278,6 +278,23 @@ def test_the_other_experiment_summaries_speak_chinese(chinese):
     assert texts[-1] == "1f1b（实测）"
 
 
+def test_the_planner_critique_speaks_chinese(chinese):
+    from companion.planner import CLUSTERS, MODELS, critique, evaluate, plan
+    model, cluster = MODELS["Llama-3 70B"], CLUSTERS["16 nodes, 128x H100"]
+    fastest = plan(model, cluster, 256)[0][0]
+    configs = [dict(dp=128, tp=1, pp=1, zero=0), dict(dp=128, tp=1, pp=1, zero=3),
+               dict(dp=8, tp=16, pp=1, zero=1), dict(dp=2, tp=8, pp=8, zero=1),
+               dict(dp=4, tp=8, pp=4, zero=1, recompute="full"), dict(dp=16, tp=8, pp=1, zero=3),
+               dict(dp=4, tp=8, pp=4, zero=1, chunks=2), dict(dp=2, tp=16, pp=4, zero=1),
+               dict(dp=fastest.dp, tp=fastest.tp, pp=fastest.pp, zero=fastest.zero,
+                    micro_batch=fastest.micro_batch, recompute=fastest.recompute,
+                    chunks=fastest.chunks)]
+    results = [critique(evaluate(model, cluster, 256, **c), fastest, cluster) for c in configs]
+    assert [passed for passed, _ in results].count(True) == 1
+    assert_chinese([text for _, text in results], "the planner's critique")
+    assert "内存不足" in results[0][1]
+
+
 def test_english_is_unchanged(monkeypatch, tmp_path):
     from companion import basics
     monkeypatch.delenv(i18n.ENV, raising=False)

@@ -681,4 +681,41 @@ ZH_CN = {
         "与单进程 MoE 的最大差 |diff|：{diffs}；每个 rank 丢弃的（token, 专家）分配数 {dropped}",
     "{ms} ms/step, {bytes} bytes sent per rank, max diff {diff}":
         "每步 {ms} ms，每个 rank 发送 {bytes} 字节，最大差 {diff}",
+    # ---- notebook 09's grade and critique of a configuration (planner/grading.py) --------------
+    "DP comm not hidden": "未被隐藏的 DP 通信",
+    "weights {params}, gradients {grads}, optimizer {optimizer}, activations {activations}, reserve {reserve}":
+        "权重 {params}，梯度 {grads}，优化器状态 {optimizer}，激活值 {activations}，预留 {reserve}",
+    "the model states ({states}) are the largest part: they shrink with the ZeRO stage (yours is {zero}) over the DP replicas, and with TP and PP, which split the layers":
+        "模型状态（{states}）是最大的部分：它们随 ZeRO 阶段（你的是 {zero}）在各 DP 副本间分片而减小，也随切分各层的 TP 和 PP 而减小",
+    "the activations ({activations}) are the largest part: ZeRO does not shard them; TP (with sequence parallelism) and PP divide them, and a smaller micro-batch or full recomputation keeps fewer of them":
+        "激活值（{activations}）是最大的部分：ZeRO 不对它们分片；TP（配合序列并行）和 PP 会切分它们，更小的微批次或完全重计算会让保存的激活值更少",
+    "Per GPU: {parts}. {why}.":
+        "每个 GPU：{parts}。{why}。",
+    "your TP group of {tp} spans {nodes} nodes: every all-reduce also crosses the nodes' NICs ({gpus} x {bw} GB/s per node), and with only {dp} replicas each one's {seqs} sequences per step each need {count} full activation all-reduces per layer, on the critical path":
+        "你的 {tp} 路 TP 组跨越 {nodes} 个节点：每次全规约还要经过节点的网卡（每个节点 {gpus} x {bw} GB/s），而只有 {dp} 个副本时，每个副本每步的 {seqs} 条序列每层各需要 {count} 次完整的激活值全规约，都在关键路径上",
+    "TP={tp} all-reduces every layer's activations {count} times per micro-batch, on the critical path, and a ring all-reduce sends 2(p-1)/p of them per GPU":
+        "TP={tp} 对每个微批次的每层激活值做 {count} 次全规约，都在关键路径上，而环形全规约每个 GPU 要发送其中的 2(p-1)/p",
+    "PP={pp} with {m} micro-batches per replica leaves the pipeline idle {idle}% of the step even interleaved":
+        "PP={pp}、每个副本 {m} 个微批次时，即使交错，流水线在一步中也有 {idle}% 的时间空闲",
+    "PP={pp} with {m} micro-batches per replica leaves the pipeline idle {idle}% of the step (1F1B: (p-1)/(m+p-1))":
+        "PP={pp}、每个副本 {m} 个微批次时，流水线在一步中有 {idle}% 的时间空闲（1F1B：(p-1)/(m+p-1)）",
+    "full recomputation runs every forward twice (compute x 4/3)":
+        "完全重计算把每次前向都运行两遍（计算量 x 4/3）",
+    "more arithmetic than needed":
+        "计算量超出了所需",
+    "ZeRO-{zero} over DP={dp} moves {moved} per GPU per step and {exposed} s of it does not hide behind the backward pass":
+        "在 DP={dp} 上的 ZeRO-{zero} 每个 GPU 每步传输 {moved}，其中 {exposed} s 没能隐藏在反向传播之后",
+    "stage boundaries carry {carried} per step (each micro-batch's activation forward and its gradient back)":
+        "阶段边界每步传输 {carried}（每个微批次的激活值向前传、其梯度向后传）",
+    "{plan} cannot run: {reason}.":
+        "{plan} 无法运行：{reason}。",
+    "{plan}: {step} s per step ({breakdown}), {memory} per GPU, MFU {mfu}%":
+        "{plan}：每步 {step} s（{breakdown}），每个 GPU {memory}，MFU {mfu}%",
+    "{summary}. The fastest configuration the planner found, {fastest}, takes {step} s: yours is {ratio}x that (allowed: {allowed}x).":
+        "{summary}。规划器找到的最快配置 {fastest} 每步 {step} s：你的是它的 {ratio} 倍（允许：{allowed} 倍）。",
+    "That is {ratio}x the fastest step the planner found ({step} s; allowed: {allowed}x). Where yours loses time against it:":
+        "这是规划器找到的最快一步的 {ratio} 倍（{step} s；允许：{allowed} 倍）。你的配置相对它多花时间的地方：",
+    "{text} {why}": "{text}{why}",
+    "{summary}.": "{summary}。",
+    "{name} +{d} s: {why}.": "{name} +{d} s：{why}。",
 }
