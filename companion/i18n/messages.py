@@ -648,7 +648,7 @@ ZH_CN = {
     "DP4 TP16 PP2 ZeRO-1 (TP across 2 nodes)": "DP4 TP16 PP2 ZeRO-1（TP 跨 2 个节点）",
     "DP4 TP8 PP4 ZeRO-3 (ZeRO-3 with PP)": "DP4 TP8 PP4 ZeRO-3（ZeRO-3 与 PP 同用）",
     "DP4 TP8 PP4, micro-batch 64": "DP4 TP8 PP4，微批次大小 64",
-    "DP8 TP8 PP4 (256 GPUs on 128)": "DP8 TP8 PP4（128 块 GPU 上要 256 块）",
+    "DP8 TP8 PP4 (256 GPUs on 128)": "DP8 TP8 PP4（要 256 块 GPU，只有 128 块 GPU）",
     # ---- experiment summaries: collectives, ZeRO, latency link, sequence and tensor parallelism,
     # DGA, the measured pipeline ---------------------------------------------------------------
     "{schedule} (measured)": "{schedule}（实测）",
