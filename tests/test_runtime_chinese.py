@@ -251,6 +251,7 @@ def test_the_other_experiment_summaries_speak_chinese(chinese):
     from companion.data_parallel import runs as dp_runs
     from companion.dga import runs as dga_runs
     from companion.network import delayed
+    from companion.network.cluster import Cluster
     from companion.pipeline.tinymlp import timeline_from_results
     from companion.sequence_parallel import block, moe, runs as sp_runs
     from companion.tensor_parallel import checks
@@ -271,6 +272,7 @@ def test_the_other_experiment_summaries_speak_chinese(chinese):
              moe._moe_summary([dict(out=0.0, x_grad=0.0, router_grad=0.0, expert_grad=0.0,
                                     dropped=0)]),
              block._benchmark_summary([dict(seconds=0.01, bytes=64, max_diff=0.0)]),
+             Cluster(2, 2, intra=(1e-6, float("inf")), inter=(1e-4, 1e9)).describe(),
              timeline_from_results([dict(rank=0, chunks=1, split_backward=False,
                                          schedule="1f1b",
                                          events=[("F", 0, 0, 0.0, 1.0, None)])]).name]

@@ -718,4 +718,9 @@ ZH_CN = {
     "{text} {why}": "{text}{why}",
     "{summary}.": "{summary}。",
     "{name} +{d} s: {why}.": "{name} +{d} s：{why}。",
+    # ---- notebook 11's emulated cluster in one line (network/cluster.py describe) ---------------
+    "unlimited": "不限",
+    "{link}: alpha {alpha}, beta {beta} per direction": "{link}：alpha {alpha}，每个方向 beta {beta}",
+    "{nodes} x {per_node} ranks, layout {layout}; {intra}; {inter}":
+        "{nodes} x {per_node} 个 rank，布局 {layout}；{intra}；{inter}",
 }

@@ -194,15 +194,18 @@ class Cluster:
 
     def describe(self) -> str:
         """One line for a notebook: shape, layout and the two links."""
+        from ..i18n import gettext as tr
         from ..units import fmt_bytes, fmt_seconds
 
         def fmt(link):
             a, b = self.params(link)
-            bw = "unlimited" if math.isinf(b) else f"{fmt_bytes(b)}/s"
-            return f"{link}: alpha {fmt_seconds(a)}, beta {bw} per direction"
+            bw = tr("unlimited") if math.isinf(b) else f"{fmt_bytes(b)}/s"
+            return tr("{link}: alpha {alpha}, beta {beta} per direction").format(
+                link=link, alpha=fmt_seconds(a), beta=bw)
 
-        return (f"{self.nodes} x {self.ranks_per_node} ranks, layout {self.layout!r}; "
-                f"{fmt('intra')}; {fmt('inter')}")
+        return tr("{nodes} x {per_node} ranks, layout {layout}; {intra}; {inter}").format(
+            nodes=self.nodes, per_node=self.ranks_per_node, layout=repr(self.layout),
+            intra=fmt("intra"), inter=fmt("inter"))
 
 
 def _steps(a: int, b: int, n: int) -> list[int]:
