@@ -43,10 +43,24 @@ def use_style() -> None:
         use_cjk_font(get_language())
 
 
+def _regular_cjk_is_intended(record) -> bool:
+    # The subsets ship one weight: bold hanzi are drawn Regular on purpose, and
+    # matplotlib's warning about it would land under every Chinese figure with a bold
+    # label.
+    args = record.args if isinstance(record.args, tuple) else ()
+    return not (record.msg.startswith("findfont: Failed to find font weight") and
+                len(args) > 1 and str(args[1]).startswith("Noto Sans CJK"))
+
+
 @functools.lru_cache(maxsize=None)
 def _register_cjk_font(path: Path) -> str:
+    import logging
+
     from matplotlib import font_manager
     font_manager.fontManager.addfont(str(path))
+    logger = logging.getLogger("matplotlib.font_manager")
+    if _regular_cjk_is_intended not in logger.filters:
+        logger.addFilter(_regular_cjk_is_intended)
     return font_manager.FontProperties(fname=str(path)).get_name()
 
 

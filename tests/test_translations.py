@@ -545,3 +545,25 @@ def test_chinese_notebook_runs_without_missing_glyphs(name):
                     for o in c.outputs)
     assert "missing from font" not in shown
     assert "通过" in shown   # an exercise check spoke Chinese ("... 上通过：数值与参考...")
+
+
+def test_no_message_draws_hanzi_inside_mathtext():
+    # matplotlib draws a label with $...$ through mathtext, whose fonts have no CJK
+    # glyphs: every hanzi of such a label becomes a box and a warning.
+    from companion.i18n.checker_strings import CHECKER_ZH_CN
+    mixed = [k for table in (ZH_CN, NOTEBOOK_ZH_CN, CHECKER_ZH_CN) for k, v in table.items()
+             if re.search(r"\$[^$]+\$", v) and re.search(r"[\u4e00-\u9fff]", v)
+             and not re.search(r"`[^`]*\$", v)]
+    assert not mixed, mixed
+
+
+def test_bold_hanzi_draw_without_a_font_warning(language, caplog):
+    import matplotlib.pyplot as plt
+    language("zh-CN")
+    companion.plotting.use_style()
+    fig, ax = plt.subplots()
+    ax.set_title("粗体标题", fontweight="bold")
+    with caplog.at_level("WARNING", logger="matplotlib.font_manager"):
+        fig.canvas.draw()
+    plt.close(fig)
+    assert not [r for r in caplog.records if "Failed to find font weight" in r.getMessage()]

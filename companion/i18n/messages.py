@@ -364,14 +364,15 @@ ZH_CN = {
         "g（Megatron-SP）\n取代 f\n前向：全收集\n反向：规约散射",
     "f\nfwd: identity\nbwd: all-reduce":
         "f\n前向：恒等\n反向：全规约",
-    "$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather":
-        "$\\bar{g}$（Megatron-SP）\n取代 g\n前向：规约散射\n反向：全收集",
+    "ḡ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather":
+        # no mathtext beside hanzi: matplotlib's math fonts have no CJK glyphs
+        "ḡ（Megatron-SP）\n取代 g\n前向：规约散射\n反向：全收集",
     "g\nfwd: all-reduce\nbwd: identity":
         "g\n前向：全规约\n反向：恒等",
     "rank {r}: column shard $A_{r}$":
-        "rank {r}：按列切分的 $A_{r}$",
+        "rank {r}：按列切分的 A{r}",
     "row shard $B_{r}$":
-        "按行切分的 $B_{r}$",
+        "按行切分的 B{r}",
     "no communication between the two linears":
         "两个线性层之间没有通信",
     "{name} MLP on t={tp} ranks: collectives only at the region's edges":

@@ -70,7 +70,10 @@ TAIWAN = (
     # s2twp's segmentation errors
     ("隻", "只"), ("上覆制", "上複製"), ("覆制", "複製"), ("覆現", "重現"),
     ("髮", "發"), ("個數據", "個資料"), ("數據", "資料"),
-    ("上（每塊", "上（每張"), ("塊資料平行的 GPU", "張資料平行的 GPU"),
+    # a notebook's cell (單元 alone stays: an FSDP unit, a hidden unit)
+    ("程式碼單元", "程式碼儲存格"), ("markdown 單元", "markdown 儲存格"), ("自檢單元", "自檢儲存格"),
+    ("上（每塊", "上（每張"), ("每個節點 8 塊）", "每個節點 8 張）"),
+    ("GPU 上要 256 塊）", "GPU 上要 256 張）"), ("塊資料平行的 GPU", "張資料平行的 GPU"),
     ("Transformer 塊", "Transformer 區塊"), ("transformer 塊", "transformer 區塊"),
 )
 # The measure word: Taiwan counts GPUs and network cards with 張 and chips with 顆

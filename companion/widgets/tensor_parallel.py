@@ -53,7 +53,7 @@ def draw_fg_dataflow(tp: int = 2, sequence_parallel: bool = False, ax=None):
     # The boxes say so, so that "g" never silently means two different operators.
     f_text = (tr("g (Megatron-SP)\nin place of f\nfwd: all-gather\nbwd: reduce-scatter")
               if sequence_parallel else tr("f\nfwd: identity\nbwd: all-reduce"))
-    g_text = (tr("$\\bar{g}$ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather")
+    g_text = (tr("ḡ (Megatron-SP)\nin place of g\nfwd: reduce-scatter\nbwd: all-gather")
               if sequence_parallel else tr("g\nfwd: all-reduce\nbwd: identity"))
     tall, size = (1.7, 8.5) if sequence_parallel else (1.3, 9.5)
     _box(ax, 2.0, mid, f_text, "#FFE9B0", w=1.9, h=tall, fontsize=size)
