@@ -1,6 +1,6 @@
 """Accelerator figures in one place, each with its unit, its basis and its source.
 
-Used by the planner's cluster presets (notebook 09), by ``companion.topology.why``
+Used by the planner's cluster presets (notebook 09), by ``companion.why_distribute``
 (the opening arithmetic of notebook 11) and meant for the roofline rules of notebook 10.
 
 Every :class:`Figure` says what kind of number it is, because the sources mix them:

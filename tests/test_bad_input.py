@@ -40,7 +40,8 @@ from companion.compression import lr as schedules
 from companion.dga import model as step_model
 from companion.network import delayed as latency
 from companion.sequence_parallel import moe
-from companion.topology import why as why_distribute
+from companion.sequence_parallel import moe_balance as MB, moe_nodes as MN
+from companion import why_distribute
 from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
@@ -412,6 +413,22 @@ CASES = [
     Case("MoE/n_experts-zero", moe.MoE, (), {"n_experts": 0}, ValueError, "n_experts"),
     Case("compare_moe/top_k-zero", moe.compare_moe, (), {"top_k": 0}, ValueError, "top_k"),
     Case("compare_moe/dtype", moe.compare_moe, (), {"dtype": "float8"}, ValueError, "dtype"),
+    Case("route/bias-shape", moe.route, (torch.zeros(4, 3), 1, 4, torch.zeros(2)), {}, ValueError, "bias"),
+    Case("load_ratio/all-zero", MB.load_ratio, ([0, 0],), {}, ValueError, "load"),
+    Case("update_bias/gamma-zero", MB.update_bias, (torch.zeros(2), [1, 1], 0.0), {}, ValueError, "gamma"),
+    Case("update_bias/load-shape", MB.update_bias, (torch.zeros(2), [1, 1, 1], 0.1), {}, ValueError, "load"),
+    Case("zipf_offset/skew-negative", MB.zipf_offset, (8, -1.0), {}, ValueError, "skew"),
+    Case("dropless_forward/experts", MB.dropless_forward, (torch.zeros(2, 4), (torch.zeros(2, dtype=torch.long),) * 4, [], 8), {}, ValueError, "n_experts=8"),
+    Case("balance_reference/top_k", MB.balance_reference, (), {"top_k": 9}, ValueError, "top_k"),
+    Case("balance_reference/factor", MB.balance_reference, (), {"factors": (0.0,)}, ValueError, "capacity_factor"),
+    Case("moe_load_balance/dtype", MB.moe_load_balance, (), {"dtype": "float8"}, ValueError, "dtype"),
+    Case("node_limited_topk/max_nodes-zero", MN.node_limited_topk, (torch.zeros(1, 4), 1, 2, 0), {}, ValueError, "max_nodes"),
+    Case("node_limited_topk/n_nodes", MN.node_limited_topk, (torch.zeros(1, 4), 1, 3, 1), {}, ValueError, "n_nodes=3"),
+    Case("cross_node_rows/experts_per_node", MN.cross_node_rows, (torch.zeros(1, 2, dtype=torch.long), 0, 0, True), {}, ValueError, "experts_per_node"),
+    Case("two_hop_dispatch/ranks_per_node", MN.two_hop_dispatch, (torch.zeros(2, 4), torch.zeros(2, 1, dtype=torch.long), 8, 0), {}, ValueError, "ranks_per_node"),
+    Case("expected_arrivals/world_size", MN.expected_arrivals, ([torch.zeros(1, 2)], [torch.zeros(1, 1)], 0, 8, 2), {}, ValueError, "world_size=2"),
+    Case("moe_node_traffic/top_k", MN.moe_node_traffic, (), {"top_k": 9}, ValueError, "top_k"),
+    Case("all_to_all_rows/counts", comm_log.all_to_all_rows, (torch.zeros(3, 2), [2], [3]), {}, ValueError, "send_counts"),
     Case("TinyTransformer/heads-not-dividing", models.TinyTransformer, (), {"d_model": 10, "n_heads": 4}, ValueError, "n_heads"),
     Case("Block/heads-not-dividing", models.Block, (8, 3, 16), {}, ValueError, "n_heads"),
     Case("CausalSelfAttention/heads-not-dividing", models.CausalSelfAttention, (10, 4), {}, ValueError, "n_heads"),
@@ -703,6 +720,8 @@ CASES = [
     Case("launch/layout_probe-fn", launch, (sequence_parallel.layout_probe, "seq_to_heads"), {}, TypeError, r"\bfn\b"),
     Case("launch/layout_probe-heads", launch, (sequence_parallel.layout_probe, abs), {"heads": 0}, ValueError, "heads"),
     Case("launch/compare_moe-experts", launch, (moe.compare_moe,), {"world_size": 3}, ValueError, "n_experts"),
+    Case("launch/moe_load_balance-experts", launch, (MB.moe_load_balance,), {"world_size": 3}, ValueError, "n_experts"),
+    Case("launch/moe_node_traffic-nodes", launch, (MN.moe_node_traffic,), {"world_size": 4, "ranks_per_node": 3}, ValueError, "ranks_per_node=3"),
     Case("launch/run_pipeline-schedule", launch, (P.run_pipeline,), {"schedule": "2f2b"}, ValueError, "2f2b"),
     Case("launch/run_pipeline-depth", launch, (P.run_pipeline,), {"world_size": 4, "depth": 1}, ValueError, "depth"),
     Case("launch/run_pipeline-microbatches", launch, (P.run_pipeline,), {"batch_size": 30}, ValueError, "batch_size"),

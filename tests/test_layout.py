@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "companion"
 # Tiers from the bottom: 0 the shared foundation, 1 the chapters, 2 the course, 3 the tools.
 FOUNDATION = {"launcher", "supervisor", "runtime", "backends", "experiments", "basics", "models",
               "data", "units", "validation", "hardware", "plotting", "i18n", "network",
-              "fonts"}
+              "fonts", "why_distribute"}
 # A chapter may import chapters of earlier (or the same) notebooks, never of later ones.
 CHAPTERS = {"collectives": 1, "data_parallel": 3, "pipeline": 4, "tensor_parallel": 5,
             "sequence_parallel": 6, "compression": 7, "dga": 8, "planner": 9, "hybrid": 9,

@@ -197,7 +197,7 @@ def test_notebook_10_and_11_figures_speak_chinese(chinese):
     from companion.overlap import draw_overlap
     from companion.overlap.crossover import _summarize_crossover
     from companion.overlap.runs import _summarize_overlap
-    from companion.topology.why import plot_compute_growth
+    from companion.why_distribute import plot_compute_growth
 
     box = W.roofline_explorer(measured_point=(1.0, 0.5),
                               planner_choice=dict(model="Llama-3 70B", chip="H100",

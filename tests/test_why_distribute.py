@@ -1,4 +1,4 @@
-"""companion.topology.why: L19 p.6-10 recomputed, the data file, the growth plot."""
+"""companion.why_distribute: L19 p.6-10 recomputed, the data file, the growth plot."""
 from __future__ import annotations
 
 import matplotlib
@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from companion.topology import why as W
+from companion import why_distribute as W
 
 
 def _rows():

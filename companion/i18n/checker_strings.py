@@ -91,6 +91,8 @@ SAID_ZH_CN = {
     "step is DGA with D = {d} than synchronous SGD?":
         "在延迟 {latency} 毫秒、每步计算 {c_ms:g} 毫秒时，D = {d} 的 DGA 每步比同步 SGD "
         "快多少倍？",
+    "GPT-3 on one A100 running at half its {peak:g} TFLOP/s peak: how many years?":
+        "GPT-3 在一块以其 {peak:g} TFLOP/s 峰值的一半运行的 A100 上训练：需要多少年？",
     "With TP = {tp} (two nodes), what fraction of the step is TP communication?":
         "TP = {tp}（两个节点）时，TP 通信占一步的多大比例？",
     "A flat ring all-reduce of {size} on {nodes} nodes x {per_node}: how many bytes cross "

@@ -10,6 +10,7 @@ Questions a cell builds with an f-string stay English (their text is computed th
 # checks that each key still occurs in an English notebook's code, and that notebooks
 # 00 and 03 (the ones CI runs in Chinese) have all of theirs.
 NOTEBOOK_ZH_CN = {
+    "years": "年",
     "How many milliseconds from launch() to results for 8 ranks (a trivial all-reduce)?":
         "对 8 个 rank 做一次简单的全规约，从调用 launch() 到拿到结果需要多少毫秒？",
     "With N = 4 ranks, what number does rank 2 hold after the all-reduce?":

@@ -1,6 +1,7 @@
 """Why training must be distributed: L19 p.6-10 recomputed from model sizes and token counts.
 
-For the opening of notebook 11 (networks and topology). Every number the lecture gives
+For the opening of the course, notebook 00 section 0; notebook 11 section 1 reuses TSM's
+scaling on Summit to ask what the network costs. Every number the lecture gives
 is recomputed here and set beside the notes' value with what it assumes:
 
 * **p.6**: GPT-3's training compute is ``6 N D`` FLOPs (forward 2, backward 4 per
@@ -24,10 +25,10 @@ import io
 
 import numpy as np
 
-from .. import hardware
-from ..data import _check, _read
-from ..i18n import gettext as tr
-from ..validation import fraction, positive_int, positive_number
+from . import hardware
+from .data import _check, _read
+from .i18n import gettext as tr
+from .validation import fraction, positive_int, positive_number
 
 __all__ = ["training_flops", "gpu_time", "ideal_time", "scaling", "lecture_numbers",
            "disagreements", "load_training_compute", "doubling_time_years",
@@ -50,7 +51,7 @@ RESNET50_MACS, IMAGENET_TRAIN, RESNET_EPOCHS = 3.8e9, 1_281_167, 90
 
 
 def training_flops(params: float, tokens: float) -> float:
-    """``6 N D``: training FLOPs of a dense transformer (notebook 11)."""
+    """``6 N D``: training FLOPs of a dense transformer (notebook 00)."""
     positive_number("params", params, "pass the parameter count, e.g. 175e9.")
     positive_number("tokens", tokens, "pass the training tokens, e.g. 300e9.")
     return 6.0 * params * tokens
