@@ -77,6 +77,7 @@ from companion.tools import bootstrap as BOOT
 from companion.tools import zh_tw as ZHTW
 from companion.tools import english_runs as ENGRUNS
 import companion.plotting as PLOT
+from companion import resilience as RES
 # the modules themselves come from importlib.
 wcoll, wcomp, wdga, wpipe, wplan, wtp, wzero, wtopo, wroof = (
     importlib.import_module(f"companion.widgets.{m}") for m in
@@ -863,6 +864,18 @@ CASES = [
     Case("Decoder/recompute", PDEC.Decoder, (LLAMA,), {"recompute": "some"}, ValueError, "recompute"),
     Case("Decoder/moe", PDEC.Decoder, (PL.MODELS["Mixtral 8x7B"],), {}, ValueError, "dense"),
     Case("RMSNorm/dim-zero", PDEC.RMSNorm, (0,), {}, ValueError, r"\bdim\b"),
+    # ---- failures at scale: checkpoint, restart, the interval (notebook 10 §9) ----------
+    Case("scale_mtbi/gpus-zero", RES.scale_mtbi, (3600.0, 0, 16), {}, ValueError, "gpus"),
+    Case("checkpoint_overhead/interval-zero", RES.checkpoint_overhead, (30.0, 0.0), {}, ValueError, "interval_s"),
+    Case("wasted_per_failure/restart-negative", RES.wasted_per_failure, (600.0, -1.0), {}, ValueError, "restart_s"),
+    Case("young_interval/save-nan", RES.young_interval, (NAN, 3600.0), {}, ValueError, "save_s"),
+    Case("daly_interval/mtbi-zero", RES.daly_interval, (30.0, 0.0), {}, ValueError, "mtbi_s"),
+    Case("goodput/model", RES.goodput, (600.0, 30.0, 3600.0), {"model": "weibull"}, ValueError, "model"),
+    Case("interruption_summary/record-missing", RES.interruption_summary, ({"days": 54},), {}, ValueError, "record"),
+    Case("latest_checkpoint/not-a-path", RES.latest_checkpoint, (4,), {}, TypeError, "directory"),
+    Case("reference_run/world_size-zero", RES.reference_run, (), {"world_size": 0}, ValueError, "world_size"),
+    Case("kill_and_resume/kill_step-past-end", RES.kill_and_resume, (), {"steps": 8, "kill_step": 8}, ValueError, "kill_step"),
+    Case("launch/train_with_checkpoints-kill_rank", launch, (RES.train_with_checkpoints, "/tmp/x"), {"kill_rank": 5, "kill_step": 1, "world_size": 2}, ValueError, "kill_rank"),
 ]
 
 # Public names that take no size, name or callable (or only objects built by the

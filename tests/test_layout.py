@@ -26,7 +26,8 @@ FOUNDATION = {"launcher", "supervisor", "runtime", "backends", "experiments", "b
 # A chapter may import chapters of earlier (or the same) notebooks, never of later ones.
 CHAPTERS = {"collectives": 1, "data_parallel": 3, "pipeline": 4, "tensor_parallel": 5,
             "sequence_parallel": 6, "compression": 7, "dga": 8, "planner": 9, "hybrid": 9,
-            "roofline": 10, "overlap": 10, "batch_size": 10, "topology": 11, "autoparallel": 12}
+            "roofline": 10, "overlap": 10, "batch_size": 10, "resilience": 10,
+            "topology": 11, "autoparallel": 12}
 COURSE = {"learning", "widgets", "cheatsheet", "__main__"}
 TOOLS = {"tools"}
 
