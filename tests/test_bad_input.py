@@ -53,6 +53,7 @@ from companion.__main__ import main as cli
 from companion.collectives import demos, hierarchical as CH, primitives
 from companion import topology as TOP
 from companion.pipeline import torch_ops, torch_reference
+from companion.pipeline.plot import draw_placement
 from companion.tensor_parallel import boundary_bytes
 from companion.widgets import _base as wbase
 from companion import learning, units, cheatsheet as CS
@@ -352,6 +353,7 @@ CASES = [
     Case("zero_runs.train/steps-zero", zero_runs.train, (), {"steps": 0}, ValueError, "steps"),
     Case("zero_runs.train/optimizer", zero_runs.train, (), {"optimizer": "lion"}, ValueError, "optimizer"),
     # --- pipeline (notebook 04) ---------------------------------------------------------
+    Case("draw_placement/not-a-schedule", draw_placement, (None, "zb-v"), {}, ValueError, "schedule"),
     Case("make_schedule/unknown", P.make_schedule, ("2f2b", 4, 8), {}, ValueError, "2f2b"),
     Case("make_schedule/stages-zero", P.make_schedule, ("gpipe", 0, 8), {}, ValueError, "stages"),
     Case("make_schedule/microbatches-fraction", P.make_schedule, ("gpipe", 4, 2.5), {}, ValueError, "microbatches"),

@@ -68,3 +68,17 @@ def test_explorer_offers_the_schedules_after_1f1b(capsys):
     shown = capsys.readouterr().out
     assert "Invalid input" in shown and "at least 2 x stages" in shown
     assert "Traceback" not in shown
+
+
+@pytest.mark.parametrize("name, ranks", [("looped-bfs", [0, 1, 2, 3, 0, 1, 2, 3]),
+                                         ("zb-v", [0, 1, 2, 3, 3, 2, 1, 0])])
+def test_the_placement_drawing_follows_a_micro_batch_down_the_loop_or_the_v(name, ranks):
+    import matplotlib.pyplot as plt
+    from companion.pipeline import make_schedule
+    from companion.pipeline.plot import draw_placement
+    fig, ax = plt.subplots()
+    draw_placement(ax, make_schedule(name, 4, 8))
+    path = ax.lines[0]
+    assert list(path.get_xdata()) == list(range(8)) and list(path.get_ydata()) == ranks
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {s}" for s in range(4)]
+    plt.close(fig)

@@ -1,12 +1,13 @@
 """The package's student-facing messages in Simplified Chinese, keyed by the English text
 (gettext's msgid convention; see :mod:`companion.i18n`). The Traditional (zh-TW) table,
 ``data/messages.zh-TW.json``, is generated from this one by ``python -m companion.tools.i18n_build``
-(companion.tools.zh_tw); edit only this file and :mod:`.runtime_strings`. Placeholders ({rank}, ...) must stay as they are:
+(companion.tools.zh_tw); edit only this file, :mod:`.runtime_strings` and :mod:`.cheatsheet_strings`. Placeholders ({rank}, ...) must stay as they are:
 tests/test_translations.py checks them, and that every ``_("...")`` has an entry here.
 Terms follow docs/glossary.md's zh-CN column (rank stays "rank", as in the notebooks).
 This module is a table of data: one entry per message, however many the package has.
 The words of figures, tables and run summaries are in :mod:`.runtime_strings`, merged below.
 """
+from .cheatsheet_strings import CHEATSHEET_ZH_CN
 from .runtime_strings import RUNTIME_ZH_CN
 
 ZH_CN = {
@@ -221,6 +222,10 @@ ZH_CN = {
     " (input grad when W is split off)": "（拆出 W 时为输入梯度）",
     "W: weight grad": "W：权重梯度",
     "idle (bubble)": "空闲（气泡）",
+    "rank {s}": "rank {s}",
+    "input": "输入",
+    "loss": "损失",
+    "{name}: layout {layout}, colour = chunk": "{name}：布局 {layout}，颜色 = 模型块",
     "one GPU's peak FLOP/s (doubles every {months} months)":
         "单个 GPU 的峰值 FLOP/s（每 {months} 个月翻一番）",
     "year": "年份",
@@ -354,3 +359,4 @@ ZH_CN = {
         "全规约重建权重的通信量是全收集的两倍，而且会让每个 rank 都持有完整的梯度：请对它做规约散射",
 }
 ZH_CN.update(RUNTIME_ZH_CN)   # one table for every lookup, the zh-TW build and the tests
+ZH_CN.update(CHEATSHEET_ZH_CN)

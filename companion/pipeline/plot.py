@@ -11,9 +11,10 @@ from matplotlib.patches import Patch
 
 from ..i18n import gettext as tr
 from ..plotting import OKABE_ITO
+from .ops import Schedule
 from .simulate import Timeline
 
-__all__ = ["draw_timeline", "legend_handles", "KIND_STYLE", "microbatch_color"]
+__all__ = ["draw_timeline", "draw_placement", "legend_handles", "KIND_STYLE", "microbatch_color"]
 
 # F solid, B hatched, W dotted: distinguishable without colour, as in the papers' figures
 KIND_STYLE = {"F": {"hatch": None, "alpha": 1.0},
@@ -79,3 +80,27 @@ def legend_handles(split_backward: bool = True) -> list:
     handles = [Patch(facecolor="white", edgecolor="black", hatch=KIND_STYLE[k]["hatch"],
                      label=names[k]) for k in kinds]
     return handles + [Patch(facecolor=IDLE_COLOR, label=tr("idle (bubble)"))]
+
+
+def draw_placement(ax, schedule: Schedule, title: str | None = None) -> None:
+    """Where ``schedule``'s model chunks sit: one row per rank, the model's virtual stages
+    from the input (left) to the loss (right), and the path one micro-batch's forward
+    takes through them. Notebook 04 section 8 draws Megatron's loop beside the V."""
+    if not isinstance(schedule, Schedule):
+        raise ValueError(f"schedule: pass a pipeline Schedule, e.g. companion.pipeline.make_schedule('zb-v', 4, 8),"
+                         f" not {type(schedule).__name__}")
+    path = [schedule.placement(vs) for vs in range(schedule.virtual_stages)]
+    ax.plot(range(len(path)), [stage for stage, _ in path], color="black", lw=1, zorder=1)
+    for vs, (stage, chunk) in enumerate(path):
+        ax.scatter(vs, stage, s=500, marker="s", color=microbatch_color(chunk), edgecolor="black",
+                   zorder=2)
+        ax.text(vs, stage, f"{vs}", ha="center", va="center", fontsize=10, zorder=3)
+    ax.set_ylim(schedule.stages - 0.5, -0.5)
+    ax.set_xlim(-0.6, len(path) - 0.4)
+    ax.set_yticks(range(schedule.stages))
+    ax.set_yticklabels([tr("rank {s}").format(s=s) for s in range(schedule.stages)])
+    ax.set_xticks([0, len(path) - 1])
+    ax.set_xticklabels([tr("input"), tr("loss")])
+    ax.grid(False)
+    ax.set_title(title if title is not None else tr("{name}: layout {layout}, colour = chunk").format(
+        name=schedule.name, layout=schedule.layout))
