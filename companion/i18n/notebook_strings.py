@@ -117,4 +117,15 @@ NOTEBOOK_ZH_CN = {
     "second?":
         "DeepSeek-V3 在 2,048 块 H800 上（EP 64、PP 16、DP 128）：每块 GPU 每秒训练多少个 token？",
     "tokens/s": "token/秒",
+    "After the restart, how far are the final weights from those of the run that never "
+    "failed?":
+        "重启之后，最终权重与从未失败过的那次运行的权重相差多少？",
+    "bit for bit equal": "逐位相同",
+    "equal up to float32 rounding": "在 float32 舍入误差范围内相等",
+    "visibly different": "明显不同",
+    "With the larger pause above and one interruption every M hours as printed, how many "
+    "minutes of training between checkpoints waste the least time?":
+        "取上面较长的那个暂停时间，中断间隔 M 取打印出的小时数：两次检查点之间训练多少分钟，"
+        "浪费的时间最少？",
+    "minutes": "分钟",
 }

@@ -198,7 +198,8 @@ def kill_and_resume(steps: int = 16, every: int = 4, kill_rank: int = 1, kill_st
 
     Returns the failure the launcher reported (the rank it names, its exit code, the
     message; the rank that was killed; seconds from the kill to the report), the step the
-    job resumed from, the completed steps it had to compute again, the measured save,
+    job resumed from, the completed steps it had to compute again, a checkpoint's bytes on
+    disk, the measured save,
     load, detection and restart times, and whether the resumed parameters equal the
     uninterrupted run's (and, at 2 ranks, :func:`reference_run`'s) bit for bit.
     """
@@ -229,6 +230,8 @@ def kill_and_resume(steps: int = 16, every: int = 4, kill_rank: int = 1, kill_st
         with open(os.path.join(failing_dir, _KILLED_AT)) as f:
             victim, died = f.read().split()
         failure.update(killed_rank=int(victim), detection_s=detected - float(died))
+        last = os.path.join(clean_dir, f"step_{latest_checkpoint(clean_dir):06d}")
+        state_bytes = sum(os.path.getsize(os.path.join(last, f)) for f in os.listdir(last))
         resume_from = latest_checkpoint(failing_dir)
         resumed = launcher.launch(train_with_checkpoints, failing_dir, **options, **run)
         reference = (reference_run(steps, world_size, batch_size, lr, hidden, seed)
@@ -241,6 +244,7 @@ def kill_and_resume(steps: int = 16, every: int = 4, kill_rank: int = 1, kill_st
         "started_at": resumed[0]["started_at"],
         "steps_recomputed": kill_step - (resume_from or 0),
         "save_s": [max(s) for s in zip(*(r["save_s"] for r in clean))],  # done when all are
+        "state_bytes": state_bytes,
         "load_s": max(r["load_s"] for r in resumed),
         "restart_s": max(r["first_step_wall"] for r in resumed) - detected,
         "uninterrupted_s": clean_s, "step_s": max(r["step_s"] for r in clean),
