@@ -10,6 +10,9 @@ Questions a cell builds with an f-string stay English (their text is computed th
 # checks that each key still occurs in an English notebook's code, and that notebooks
 # 00 and 03 (the ones CI runs in Chinese) have all of theirs.
 NOTEBOOK_ZH_CN = {
+    "For the same dense BF16 FLOP/s, how many times the power of a GB200 NVL72 does a "
+    "CloudMatrix 384 draw?":
+        "同样的稠密 BF16 FLOP/s，CloudMatrix 384 的功耗是 GB200 NVL72 的多少倍？",
     "years": "年",
     "How many milliseconds from launch() to results for 8 ranks (a trivial all-reduce)?":
         "对 8 个 rank 做一次简单的全规约，从调用 launch() 到拿到结果需要多少毫秒？",
@@ -31,10 +34,9 @@ NOTEBOOK_ZH_CN = {
     "does the busiest rank send in the ring all-reduce?":
         "共有 4 个 rank，每个 rank 持有一个 16 字节的张量（4 个浮点数）。在环形全规约中，"
         "发送最多的 rank 要发送多少字节？",
-    "Recursive doubling on 4 ranks: how many tensors' worth of bytes does each rank send "
-    "in all?":
-        "4 个 rank 上的递归倍增：每个 rank 总共发送相当于多少个张量的字节数？",
-    "tensors": "个张量",
+    "On 8 ranks, recursive doubling sends how many times the bytes per rank that the ring "
+    "all-reduce sends?":
+        "在 8 个 rank 上，递归倍增每个 rank 发送的字节数是环形全规约的多少倍？",
     "At N = 8, the parameter server's busiest rank sends how many times as many bytes as a "
     "rank of the ring all-reduce?":
         "N = 8 时，参数服务器中最忙的 rank 发送的字节数是环形全规约中一个 rank 的多少倍？",
@@ -128,4 +130,9 @@ NOTEBOOK_ZH_CN = {
         "取上面较长的那个暂停时间，中断间隔 M 取打印出的小时数：两次检查点之间训练多少分钟，"
         "浪费的时间最少？",
     "minutes": "分钟",
+    "Mixtral 8x22B as NVIDIA configures it (TP 4, EP 8, PP 4 on 256 H100s): how many times "
+    "as long is the planner's step with the experts split 4 ways like the attention (ETP 4) "
+    "as with whole experts (ETP 1)?":
+        "按 NVIDIA 的配置训练 Mixtral 8x22B（256 块 H100 上 TP 4、EP 8、PP 4）：专家像注意力一样"
+        "切成 4 份（ETP 4）时，规划器给出的单步时间是专家不切分（ETP 1）时的多少倍？",
 }
