@@ -262,6 +262,100 @@ def test_the_build_writes_editions_with_identical_code(repo):
     assert "中文譯文" in title.source
 
 
+def _translate_a_print(repo: Path, en: str, zh: str) -> str:
+    """Give the first code cell that contains ``en`` a translated fragment; its id."""
+    english = nbformat.read(repo / "notebooks" / NB00.name, as_version=4)
+    cid = next(c.id for c in english.cells if c.cell_type == "code" and en in c.source)
+    path = repo / "translations" / "zh-CN" / "00_launching_ranks.json"
+    data = json.loads(path.read_text())
+    data["code"] = {cid: [[en, zh]]}
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    return cid
+
+
+def test_a_code_cell_prints_its_translated_strings_and_nothing_else_changes(repo):
+    cid = _translate_a_print(repo, "world size {info.world_size}, backend",
+                             "进程总数 {info.world_size}，后端译")
+    _write(repo)
+    assert _check(repo) == []
+    english = {c.id: c.source for c in nbformat.read(repo / "notebooks" / NB00.name, as_version=4).cells}
+    for language, zh in (("zh-CN", "进程总数 {info.world_size}，后端译"),
+                         ("zh-TW", "进程总数 {info.world_size}，后端譯")):
+        nb = nbformat.read(repo / "notebooks" / language / NB00.name, as_version=4)
+        for cell in nb.cells:
+            if cell.id == cid:
+                assert cell.source == english[cid].replace("world size {info.world_size}, backend", zh)
+            elif cell.cell_type == "code":
+                assert cell.source == english[cell.id]
+
+
+def test_drift_a_translated_fragment_gone_from_the_english_code_is_named(repo):
+    cid = _translate_a_print(repo, "world size {info.world_size}, backend", "进程总数 {info.world_size}，后端")
+    _write(repo)
+    _edit_english(repo, lambda nb: [setattr(c, "source", c.source.replace("world size {", "ranks {"))
+                                    for c in nb.cells if c.id == cid])
+    assert any(f"cell {cid}: the English code no longer contains" in p for p in _check(repo))
+
+
+def test_drift_a_fragment_that_fills_in_other_fields_is_named(repo):
+    cid = _translate_a_print(repo, "world size {info.world_size}, backend", "进程总数 {world}，后端")
+    assert any(f"cell {cid}: the translation of" in p and "{fields}" in p for p in _check(repo))
+
+
+# What a translated fragment may sit in: text the student reads, never a string the code
+# compares, looks up or passes on as a name.
+SHOWN_BY = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate"}
+SHOWN_AS = {"title", "xlabel", "ylabel", "label"}
+
+
+def _shown_strings(code: str) -> list[tuple[int, int]]:
+    """(start, end) offsets in ``code`` of every string literal a student sees printed or
+    drawn: the arguments of print and of matplotlib's text calls, and title=/label= etc."""
+    import ast
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    spans = []
+    def add(node):
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Constant, ast.JoinedStr)) and (
+                    isinstance(sub, ast.JoinedStr) or isinstance(sub.value, str)):
+                spans.append((starts[sub.lineno - 1] + sub.col_offset,
+                              starts[sub.end_lineno - 1] + sub.end_col_offset))
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            if name in SHOWN_BY:
+                for arg in node.args:
+                    add(arg)
+            for kw in node.keywords:
+                if kw.arg in SHOWN_AS:
+                    add(kw.value)
+    return spans
+
+
+def test_every_translated_code_fragment_is_text_the_student_reads():
+    import ast
+    for path in ENGLISH:
+        translation = drift.load_translation(ROOT / "translations" / "zh-CN" / f"{path.stem}.json")
+        sources = {c.id: c.source for c in nbformat.read(path, as_version=4).cells}
+        for cid, pairs in drift.code_strings(translation).items():
+            code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                              for line in sources[cid].split("\n"))
+            spans = _shown_strings(code)
+            for en, _ in pairs:
+                at, hits = 0, []
+                while (i := code.find(en, at)) >= 0:
+                    hits.append(i)
+                    at = i + 1
+                outside = [i for i in hits if not any(a <= i and i + len(en) <= b for a, b in spans)]
+                assert not outside, (f"{path.name} cell {cid}: {en!r} also occurs outside the "
+                                     "strings a student reads (print, titles, labels); "
+                                     "translate a longer, unique fragment")
+            ast.parse(drift.translated_code(code, pairs))   # still Python
+
+
 def _edit_english(repo: Path, change) -> None:
     path = repo / "notebooks" / NB00.name
     nb = nbformat.read(path, as_version=4)

@@ -52,6 +52,45 @@ def _source(cell) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+def code_strings(translation: dict | None) -> dict[str, list[tuple[str, str]]]:
+    """The translated string fragments of each code cell: ``{cell id: [(english,
+    chinese), ...]}``. The code stays the English notebook's; only what it prints for the
+    student is replaced, fragment by fragment, in the Chinese editions."""
+    return {cid: [(en, zh) for en, zh in pairs]
+            for cid, pairs in ((translation or {}).get("code") or {}).items()}
+
+
+def translated_code(source: str, pairs, convert=None) -> str:
+    """``source`` with each English fragment replaced by its translation (converted by
+    ``convert``, for zh-TW)."""
+    for en, zh in pairs:
+        source = source.replace(en, convert(zh) if convert else zh)
+    return source
+
+
+def code_problems(english, translation: dict | None, name: str, translation_path: str) -> list[str]:
+    """Code fragments whose English is gone from its cell, or whose translation changes the
+    ``{fields}`` an f-string or ``format`` fills in."""
+    found: list[str] = []
+    sources = {c["id"]: _source(c) for c in _cells(english) if c["cell_type"] == "code"}
+    for cid, pairs in code_strings(translation).items():
+        if cid not in sources:
+            found.append(f"{name} cell {cid}: code strings translated in {translation_path} "
+                         f"but it is no code cell of the English notebook; delete its entry")
+            continue
+        for en, zh in pairs:
+            if en not in sources[cid]:
+                found.append(f"{name} cell {cid}: the English code no longer contains {en!r}; "
+                             f"update or delete that pair in {translation_path}")
+            elif sorted(_FIELD.findall(en)) != sorted(_FIELD.findall(zh)):
+                found.append(f"{name} cell {cid}: the translation of {en!r} fills in other "
+                             f"{{fields}} than the English; keep them as they are")
+    return found
+
+
 def translation_problems(english, translation: dict | None, name: str,
                          translation_path: str, exercise_ids=()) -> list[str]:
     """What is out of step between an English notebook and its translation file."""
@@ -84,6 +123,7 @@ def translation_problems(english, translation: dict | None, name: str,
     if not found and order != [cid for cid, _ in markdown]:
         found.append(f"{name}: {translation_path} lists the cells in another order than "
                      f"the English notebook")
+    found += code_problems(english, translation, name, translation_path)
     exercises = translation.get("exercises", {})
     for ex_id, english_hints in exercise_ids:
         entry = exercises.get(ex_id)
@@ -96,10 +136,13 @@ def translation_problems(english, translation: dict | None, name: str,
     return found
 
 
-def edition_problems(english, chinese, name: str, language: str, markdown_of=None) -> list[str]:
+def edition_problems(english, chinese, name: str, language: str, markdown_of=None,
+                     code_of=None) -> list[str]:
     """What differs between an English notebook and its generated Chinese one: cell ids,
-    order and types, any code cell, and (given ``markdown_of``: id -> expected text)
-    markdown that is not the translation."""
+    order and types, any code cell other than its translated strings (``code_of``: id ->
+    the expected code, or None where it is not compared), and (given ``markdown_of``: id ->
+    expected text) markdown that is not the translation."""
+    code_of = code_of or {}
     if chinese is None:
         return [f"{name}: notebooks/{language}/{name} is missing; run make translations"]
     found: list[str] = []
@@ -118,7 +161,8 @@ def edition_problems(english, chinese, name: str, language: str, markdown_of=Non
         other = zh_by_id.get(cell["id"])
         if other is None or other["cell_type"] != cell["cell_type"]:
             continue
-        if cell["cell_type"] == "code" and _source(other) != _source(cell):
+        expected = code_of.get(cell["id"], _source(cell))
+        if cell["cell_type"] == "code" and expected is not None and _source(other) != expected:
             found.append(f"{name} ({language}) cell {cell['id']}: code differs between "
                          f"English and {language}; code is edited in the English notebook "
                          "only (run make translations)")
@@ -134,7 +178,12 @@ def problems(english, translation, chinese_editions: dict, name: str,
     """Every problem for one notebook: its translation file, then each edition
     (``{"zh-CN": nb or None, "zh-TW": nb or None}``)."""
     found = translation_problems(english, translation, name, translation_path, exercise_ids)
+    sources = {c["id"]: _source(c) for c in _cells(english) if c["cell_type"] == "code"}
+    pairs = {cid: p for cid, p in code_strings(translation).items() if cid in sources}
     for language, nb in chinese_editions.items():
+        # zh-TW's strings pass through the converter, which this check does not run.
+        code_of = {cid: translated_code(sources[cid], p) if language == "zh-CN" else None
+                   for cid, p in pairs.items()}
         found += edition_problems(english, nb, name, language,
-                                  (expected_markdown or {}).get(language))
+                                  (expected_markdown or {}).get(language), code_of)
     return found

@@ -88,10 +88,14 @@ def edition(english, translation: dict, language: str, convert):
     """The Chinese notebook: English cells, metadata and code; translated markdown."""
     nb = copy.deepcopy(english)
     zh = {c["id"]: c["zh"] for c in translation["cells"]}
+    code = drift.code_strings(translation)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             text = drift.localise_markdown(zh[cell.id])
             cell.source = convert(text) if language == "zh-TW" else text
+        elif cell.id in code:
+            cell.source = drift.translated_code(cell.source, code[cell.id],
+                                                convert if language == "zh-TW" else None)
     nb.metadata["companion"] = {"language": language,
                                 "generated_from": f"notebooks/{translation['notebook']}",
                                 "generated_by": "python -m companion.tools.i18n_build"}
@@ -127,10 +131,13 @@ def plan(paths: Paths, convert, check: bool = False) -> tuple[dict[Path, str], l
             markdown = {c["id"]: drift.localise_markdown(c["zh"]) for c in translation["cells"]}
             for language in LANGUAGES:
                 on_disk = paths.edition(language) / path.name
+                expected = {c.id: c.source for c in edition(
+                    english, translation, language, convert if language == "zh-TW"
+                    else _identity).cells if c.cell_type == "code"} if not cell_problems else None
                 found += drift.edition_problems(
                     english, nbformat.read(on_disk, as_version=4) if on_disk.exists() else None,
                     path.name, language, None if cell_problems or language == "zh-TW"
-                    else markdown)
+                    else markdown, expected)
         if cell_problems:
             continue   # a cell drifted: keep the last good edition; the report says why
         for language in LANGUAGES:
