@@ -47,6 +47,7 @@ from companion import compression as Z
 from companion import pipeline as P
 from companion import planner as PL
 from companion.planner import decoder as PDEC, fit as PFIT, memory_model as PMM, published as PPUB
+from companion.planner import case_studies as PCASE
 from companion.planner import torch_memory as PTM
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
@@ -530,6 +531,20 @@ CASES = [
     Case("axis_layout/gpus_per_node", PL.axis_layout, (0, [2, 4], [True, False]), {}, ValueError, "gpus_per_node"),
     Case("all_to_all_time/nbytes", PL.all_to_all_time, (-1.0, CLUSTER, 8, 1), {}, ValueError, "nbytes"),
     Case("layout_collective_time/kind", PL.layout_collective_time, ("all_to_all", 1e6, CLUSTER, 8, 1), {}, ValueError, "kind"),
+    # --- the experts' own TP degree and the lecture's case studies (notebook 09) ----------
+    Case("ModelSpec/head_dim-zero", PL.ModelSpec, ("m", 2, 64, 4, 128, 1000), {"head_dim": 0}, ValueError, "head_dim"),
+    Case("evaluate/etp-dense", PL.evaluate, (LLAMA, CLUSTER, 64, 8, 1, 1), {"etp": 2}, ValueError, r"\betp=2"),
+    Case("plan/etp_options-dense", PL.plan, (LLAMA, CLUSTER, 64), {"etp_options": (1,)}, ValueError, "etp_options"),
+    Case("plan/gpus-not-power-of-two", PL.plan, (LLAMA, PL.ClusterSpec("c", 8, 3, 80.0, 989.0, 450.0, 50.0), 64), {}, ValueError, "powers of two"),
+    Case("stage_param_parts/ep-uneven", PL.MODELS["Mixtral 8x7B"].stage_param_parts, (0, 1, 1, True, 3, 1), {}, ValueError, r"\bep=3"),
+    Case("stage_param_parts/etp-uneven", PL.MODELS["Mixtral 8x7B"].stage_param_parts, (0, 1, 1, True, 8, 3), {}, ValueError, r"\betp=3"),
+    Case("stage_param_parts/etp-zero", LLAMA.stage_param_parts, (0, 1, 1, True, 1, 0), {}, ValueError, r"\betp\b"),
+    Case("CaseStudy/model", PCASE.CaseStudy, ("x", "l", "GPT-5", "s", "128 nodes, 1,024x A100", 8), {}, ValueError, "model"),
+    Case("CaseStudy/cluster", PCASE.CaseStudy, ("x", "l", "Yi 34B", "s", "my laptop", 8), {}, ValueError, "cluster"),
+    Case("CaseStudy/global_batch", PCASE.CaseStudy, ("x", "l", "Yi 34B", "s", "128 nodes, 1,024x A100", 0), {}, ValueError, "global_batch"),
+    Case("CaseStudy/published", PCASE.CaseStudy, ("x", "l", "Yi 34B", "s", "128 nodes, 1,024x A100", 8, {"pipeline": 4}), {}, ValueError, "published"),
+    Case("evaluate_case/not-a-case", PCASE.evaluate_case, ("Qwen 3",), {}, TypeError, r"\bcase\b"),
+    Case("layout_label/not-a-plan", PCASE.layout_label, ("DP8 TP1",), {}, TypeError, r"\bplan\b"),
     Case("accelerator/name", hardware.accelerator, ("H200",), {}, ValueError, "H200"),
     Case("Figure/value-negative", hardware.Figure, (-1.0, "B", "peak", "https://x"), {}, ValueError, "value"),
     Case("Figure/source-not-url", hardware.Figure, (1.0, "B", "peak", "datasheet"), {}, ValueError, "source"),
@@ -883,6 +898,7 @@ CASES = [
 # Public names that take no size, name or callable (or only objects built by the
 # package itself), so there is no bad value of that kind to feed them.
 NOT_APPLICABLE = {
+    "CaseResult": "a record that planner.case_studies.evaluate_case builds from a checked row",
     "FitReport": "a record that planner.fit.fit builds after checking its arguments",
     "apply_tensor_parallel": "called by measure_memory after Layout.check has refused a "
                              "bad layout",

@@ -112,6 +112,9 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     etp = tp if etp is None else etp
     check_config(global_batch, dp, tp, pp, zero, micro_batch, recompute, chunks,
                  kernel_efficiency, reserve_gb, cp, ep, etp, schedule, stage_split, attention)
+    if etp != tp and not model.is_moe:
+        raise ValueError(f"etp={etp}: the experts' own TP degree applies to MoE models only; "
+                         f"{model.name} is dense (omit etp, or pass etp=tp={tp}).")
     if attention == "materialized" and not cluster.hbm_gbps:
         raise ValueError("attention='materialized' needs the cluster's HBM bandwidth: build "
                          "it with ClusterSpec.of or pass hbm_gbps.")

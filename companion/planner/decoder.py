@@ -74,13 +74,13 @@ class Attention(nn.Module):
     def __init__(self, spec: ModelSpec, recompute: str):
         super().__init__()
         h, self.heads = spec.hidden, spec.heads
-        self.head_dim = h // spec.heads
-        kv = (spec.kv_heads or spec.heads) * self.head_dim
+        self.head_dim = spec.head_width
+        kv, width = spec.kv_dim, spec.attention_dim   # width: hidden unless head_dim is set
         bias = spec.biases
-        self.q = nn.Linear(h, h, bias=bias)
+        self.q = nn.Linear(h, width, bias=bias)
         self.k = nn.Linear(h, kv, bias=bias)
         self.v = nn.Linear(h, kv, bias=bias)
-        self.o = nn.Linear(h, h, bias=bias)
+        self.o = nn.Linear(width, h, bias=bias)
         self.recompute = recompute
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,9 @@
 """Enumerate DP x TP x PP x ZeRO x micro-batch configurations and rank them.
 
-Taught in notebook 09. The search is exhaustive over powers of two (tens to a few
-hundred configurations), which is how a student should think about it before reaching
-for Alpa's dynamic programming and integer programming.
+Taught in notebook 09. The search is exhaustive over powers of two for TP and PP, DP
+taking the rest of the GPUs (tens to a few hundred configurations), which is how a
+student should think about it before reaching for Alpa's dynamic programming and
+integer programming.
 """
 from __future__ import annotations
 
@@ -44,15 +45,21 @@ def plan(model: ModelSpec, cluster: ClusterSpec, global_batch: int,
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive number of sequences, got {global_batch!r}.")
-    if cluster.gpus & (cluster.gpus - 1):
+    # TP and PP are powers of two and DP takes the rest. Across nodes a power-of-two GPU
+    # count keeps every group filling nodes evenly; one domain of any size (a TPU slice:
+    # Gemma 2's 6,144 chips, DP 768 = 6,144 / 8) has no node boundary to fill.
+    if cluster.nodes > 1 and cluster.gpus & (cluster.gpus - 1):
         raise ValueError(f"the planner enumerates powers of two; {cluster.gpus} GPUs is not one. "
-                         "Use a node count that is a power of two.")
+                         "Use a node count that is a power of two, or a single node.")
     for name, options in (("cp_options", cp_options), ("ep_options", ep_options),
                           ("etp_options", etp_options), ("tp_options", tp_options)):
         if options is not None and (not options or not all(
                 isinstance(o, int) and o >= 1 for o in options)):
             raise ValueError(f"{name} must be a non-empty sequence of whole numbers >= 1, "
                              f"got {options!r}.")
+    if etp_options is not None and not model.is_moe:
+        raise ValueError(f"etp_options={etp_options!r}: the experts' TP degree applies to MoE "
+                         f"models only; {model.name} is dense (omit etp_options).")
     if ep_options is None:
         ep_options = powers_of_two_dividing(model.experts) if model.is_moe else (1,)
     feasible, infeasible = [], []

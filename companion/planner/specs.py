@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..validation import positive_int
+
 __all__ = ["ModelSpec", "MLA"]
 
 
@@ -52,6 +54,7 @@ class ModelSpec:
     vocab: int
     ffn_hidden: int | None = None   # default 4 * hidden
     kv_heads: int | None = None     # grouped-query attention; default = heads
+    head_dim: int | None = None     # per-head width; default hidden // heads (Gemma 2, Qwen 3 differ)
     gated_mlp: bool = False         # SwiGLU: three matrices instead of two
     tied_embeddings: bool = False
     biases: bool = False            # GPT-2-style biases in every linear layer
@@ -80,6 +83,9 @@ class ModelSpec:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}.")
         if self.hidden % self.heads:
             raise ValueError(f"hidden={self.hidden} must be divisible by heads={self.heads}.")
+        if self.head_dim is not None and not (isinstance(self.head_dim, int) and self.head_dim >= 1):
+            raise ValueError(f"head_dim must be a positive integer or None (hidden // heads), "
+                             f"got {self.head_dim!r}.")
         if self.experts:
             if not (isinstance(self.top_k, int) and 1 <= self.top_k <= self.experts):
                 raise ValueError(f"top_k must be in 1..experts={self.experts}, got {self.top_k!r}.")
@@ -95,19 +101,25 @@ class ModelSpec:
         return self.experts > 0
 
     @property
+    def head_width(self) -> int:
+        """One head's query/key/value width: ``head_dim``, else hidden // heads."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
     def kv_dim(self) -> int:
         """Width of K (and of V) as sent by context parallelism: GQA's kv heads x head
         dim; MLA sends its compressed latent and shared RoPE key instead (one tensor)."""
         if self.mla:
             return (self.mla.kv_lora_rank + self.mla.qk_rope_dim) // 2
-        return (self.kv_heads or self.heads) * (self.hidden // self.heads)
+        return (self.kv_heads or self.heads) * self.head_width
 
     @property
     def attention_dim(self) -> int:
-        """heads x (query/key dim + value dim) / 2: ``hidden`` for standard attention."""
+        """heads x (query/key dim + value dim) / 2: ``hidden`` for standard attention
+        whose heads split the hidden size, heads x ``head_dim`` otherwise."""
         if self.mla:
             return self.heads * (self.mla.qk_nope_dim + self.mla.qk_rope_dim + self.mla.v_dim) // 2
-        return self.hidden
+        return self.heads * self.head_dim if self.head_dim else self.hidden
 
     def _mlp(self, ffn: int) -> int:
         return (3 if self.gated_mlp else 2) * ffn * self.hidden
@@ -115,8 +127,8 @@ class ModelSpec:
     def _attention(self) -> int:
         if self.mla:
             return self.mla.params(self.hidden, self.heads)
-        kv_dim = (self.kv_heads or self.heads) * (self.hidden // self.heads)
-        return 2 * self.hidden * self.hidden + 2 * self.hidden * kv_dim
+        # Q and the output projection are hidden x (heads x head dim), K and V hidden x kv_dim
+        return 2 * self.hidden * self.attention_dim + 2 * self.hidden * self.kv_dim
 
     def moe_layer_params(self) -> tuple[int, int, int]:
         """One MoE block as (split by attention TP, replicated, all routed experts):
@@ -140,12 +152,9 @@ class ModelSpec:
         and the output and MLP-output matrices by rows (their biases stay whole, added
         after the all-reduce); the norms are replicated.
         """
-        h = self.hidden
-        kv_dim = (self.kv_heads or self.heads) * (h // self.heads)
+        h, kv_dim = self.hidden, self.kv_dim
         up = (2 if self.gated_mlp else 1) * self.ffn
-        split = 2 * h * h + 2 * h * kv_dim + up * h + self.ffn * h
-        if self.mla:
-            split = self._attention() + up * h + self.ffn * h
+        split = self._attention() + up * h + self.ffn * h
         replicated = 2 * self._norm()
         if self.biases:
             split += h + 2 * kv_dim + up
@@ -202,8 +211,15 @@ class ModelSpec:
         """``(non-expert, expert)`` parameters one rank of pipeline ``stage`` holds: the
         non-expert ones split by attention TP ``tp``; each MoE layer's routed experts
         spread over ``ep`` ranks and split by expert TP ``etp`` (notebook 12)."""
+        for name, value in (("pp", pp), ("tp", tp), ("ep", ep), ("etp", etp)):
+            positive_int(name, value, f"pass a whole number >= 1 for {name}.")
         if not 0 <= stage < pp:
             raise ValueError(f"stage must be in 0..{pp - 1}, got {stage}.")
+        if self.is_moe and (self.experts % ep or self.expert_ffn % etp):
+            # Each of the EP ranks holds experts / ep whole experts, each split by columns
+            # over ETP ranks: a remainder would be a rank holding part of an expert.
+            raise ValueError(f"ep={ep} must divide the {self.experts} experts and etp={etp} "
+                             f"the expert FFN ({self.expert_ffn}); pick divisors of both.")
         counts = self.stage_layers(pp, split)
         first = sum(counts[:stage])
         moe = max(0, first + counts[stage] - max(first, self.dense_layers)) if self.is_moe else 0
@@ -247,4 +263,4 @@ class ModelSpec:
         if self.is_moe or self.mla:
             return (6.0 * self.active_params()
                     + 6.0 * self.layers * self.seq_len * self.attention_dim)
-        return 6.0 * self.num_params() + 6.0 * self.layers * self.seq_len * self.hidden
+        return 6.0 * self.num_params() + 6.0 * self.layers * self.seq_len * self.attention_dim
