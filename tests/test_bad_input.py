@@ -42,6 +42,7 @@ from companion.network import delayed as latency
 from companion.sequence_parallel import moe
 from companion.sequence_parallel import moe_balance as MB, moe_nodes as MN
 from companion import why_distribute
+from companion.topology import trends
 from companion import collectives as C
 from companion import compression as Z
 from companion import pipeline as P
@@ -257,6 +258,18 @@ CASES = [
     Case("mfu/gpus", CS.mfu, (1e9, 1e6, 1.0, 0, 1e15), {}, ValueError, "gpus"),
     Case("recorded_run/numel", companion.launch, (CS.recorded_run,), {"numel": 0}, ValueError, "numel"),
     Case("markdown_table/rows", CS.markdown_table, (["a", "b"], [[1]]), {}, ValueError, "rows"),
+    Case("bubble_table/chunks", CS.bubble_table, (4, 8, 1), {}, ValueError, "chunks"),
+    Case("recompute_factor/forward", CS.recompute_factor, (0,), {}, ValueError, "forward"),
+    Case("link_bytes/algorithm", CS.link_bytes, ("tree", 1000, TOP.Cluster(2, 2)), {}, ValueError, "algorithm"),
+    Case("link_bytes_closed_form/cluster", CS.link_bytes_closed_form, ("ring", 1e6, "2x2"), {}, ValueError, "cluster"),
+    Case("hierarchical_seconds/nbytes", CS.hierarchical_seconds, (-1.0, TOP.Cluster(2, 2)), {}, ValueError, "nbytes"),
+    Case("torus_seconds/layout", CS.torus_seconds, (1e6, TOP.Cluster(3, 3)), {}, ValueError, "cluster"),
+    Case("switch_all_to_all_seconds/two-links", CS.switch_all_to_all_seconds, (1e5, TOP.Cluster(2, 2)), {}, ValueError, "cluster"),
+    Case("cp_bytes_per_layer/cp", CS.cp_bytes_per_layer, (1, 1024, 128, 1), {}, ValueError, r"\bcp\b"),
+    Case("ep_bytes_per_layer/recompute", CS.ep_bytes_per_layer, (16, 2, 16, 1.25, 2, "bogus"), {}, ValueError, "recompute"),
+    Case("sections/cells", CS.sections, (42,), {}, ValueError, "cells"),
+    Case("index_markdown/language", CS.index_markdown, (["## 1 · x\n"], "fr"), {}, ValueError, "language"),
+    Case("roofline_closed_forms/ep_degree", CS.roofline_closed_forms, (1e15, 4e11, 1024, 1e6, 8, 8, 60, 8), {}, ValueError, "ep_degree"),
     Case("index_block_bytes/index_bits", ZA.index_block_bytes, ([(10, 10)],), {"index_bits": 0}, ValueError, "index_bits"),
     Case("experiment/name-not-str", experiments.experiment, (3,), {}, TypeError, "name"),
     Case("experiment/summarize-not-callable", experiments.experiment, ("x",), {"summarize": "table"}, TypeError, "summarize"),
@@ -581,6 +594,9 @@ CASES = [
     Case("search_5d/model-name", wauto.search_5d, ("Llama-3 405B", CLUSTER, 64), {}, TypeError, "model"),
     Case("search_5d/batch-zero", wauto.search_5d, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
     Case("search_5d/dualpipe", wauto.search_5d, (LLAMA, CLUSTER, 64), {"dualpipe": 1}, TypeError, "dualpipe"),
+    Case("rack_tradeoff/unknown", trends.rack_tradeoff, ("DGX H100",), {}, ValueError, "base"),
+    Case("bisection_per_chip/one-chip", trends.bisection_per_chip, (1, 47e15), {}, ValueError, "chips"),
+    Case("bisection_per_chip/zero-bandwidth", trends.bisection_per_chip, (4, 0.0), {}, ValueError, "bisection_bits_per_s"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),
     Case("gpu_time/utilization", why_distribute.gpu_time, (1e20,), {"utilization": 1.5}, ValueError, "utilization"),
     Case("ideal_time/gpus-zero", why_distribute.ideal_time, (1.0, 0), {}, ValueError, "gpus"),

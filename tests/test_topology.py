@@ -298,3 +298,18 @@ def test_emulate_refuses_a_cluster_of_another_size():
         with T.emulate(T.Cluster(2, 2)):
             pass
     assert math.isnan(C.Message(0, "send", 1, 4).start)
+
+
+def test_the_rack_tradeoff_is_derived_from_the_published_totals():
+    from companion.topology import trends
+    rack = trends.rack_tradeoff()
+    nvl, cm = (trends.SCALE_UP_SYSTEMS[k] for k in ("GB200 NVL72", "CloudMatrix 384"))
+    assert rack["power"] == cm["power_kw"] / nvl["power_kw"]          # the lecture's "four times"
+    assert 3.5 < rack["power"] < 4.0 and 2.2 < rack["watts_per_flop"] < 2.4
+    assert rack["watts_per_flop"] * rack["compute"] == pytest.approx(rack["power"])
+    assert rack["systems"]["GB200 NVL72"]["tflops_per_chip"] == 2500.0
+
+
+def test_bisection_per_chip_shares_the_cut_among_half_the_chips():
+    from companion.topology import trends
+    assert trends.bisection_per_chip(4, 8e9) == 0.5e9      # 1 GB/s over a cut of 2 senders
