@@ -79,6 +79,8 @@ MODULES: dict[str, str] = {
     "sp_attention": "companion.sequence_parallel.runs",
     "sp_benchmark_layer": "companion.sequence_parallel.block",
     "moe_expert_parallel": "companion.sequence_parallel.moe",
+    "moe_load_balance": "companion.sequence_parallel.moe_balance",
+    "moe_node_traffic": "companion.sequence_parallel.moe_nodes",
     "compression_ablation": "companion.compression.ablation",
     "compression_densification": "companion.compression.train",
     "compression_torch_powersgd": "companion.compression.train",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import math
 
 import torch
 import torch.distributed as dist
@@ -33,7 +34,7 @@ from ..validation import positive_int
 from .accounting import ring_bytes
 
 __all__ = ["Record", "CommLog", "recording", "all_reduce", "all_gather", "reduce_scatter",
-           "all_to_all", "exchange"]
+           "all_to_all", "all_to_all_rows", "exchange"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +198,39 @@ def all_to_all(inputs: list[torch.Tensor], group=None, label: str = "",
         dist.all_to_all(outputs, inputs, group=group)
     _record("all_to_all", sum(t.numel() * t.element_size() for t in inputs), n, label)
     return outputs
+
+
+def all_to_all_rows(x: torch.Tensor, send_counts: list[int], recv_counts: list[int],
+                    group=None, label: str = "") -> torch.Tensor:
+    """Uneven all-to-all of rows: the first ``send_counts[0]`` rows of ``x`` go to rank 0
+    of the group, the next ``send_counts[1]`` to rank 1, ...; returns the rows received,
+    ``recv_counts[i]`` from rank i, in rank order (dropless MoE dispatch, notebook 06).
+
+    Recorded with its exact bytes, not the even-split formula: ``size_bytes`` is every
+    row sent, ``wire_bytes`` the rows that leave this rank (its own piece stays)."""
+    n = _size(group)
+    if x.dim() < 1:
+        raise ValueError("x is a scalar; pass a tensor of rows, shape [rows, ...].")
+    for name, counts in (("send_counts", send_counts), ("recv_counts", recv_counts)):
+        if len(counts) != n or any(int(c) != c or c < 0 for c in counts):
+            raise ValueError(f"{name}={list(counts)}: pass {n} whole numbers >= 0, one per "
+                             "rank of the group.")
+    if sum(send_counts) != x.shape[0]:
+        raise ValueError(f"send_counts add up to {sum(send_counts)} rows but x has "
+                         f"{x.shape[0]}; cut x into one piece per rank.")
+    x = x.contiguous()
+    out = x.new_empty((sum(recv_counts),) + tuple(x.shape[1:]))
+    if n == 1:
+        out.copy_(x)
+    else:
+        dist.all_to_all_single(out, x, [int(c) for c in recv_counts],
+                               [int(c) for c in send_counts], group=group)
+    row = math.prod(x.shape[1:]) * x.element_size()
+    me = dist.get_rank(group) if n > 1 else 0
+    for log in _active:
+        log.records.append(Record("all_to_all", _phase(), int(x.shape[0] * row),
+                                  float((x.shape[0] - send_counts[me]) * row), n, label))
+    return out
 
 
 def exchange(send: list[torch.Tensor], to_rank: int, from_rank: int,

@@ -82,6 +82,17 @@ SAID_ZH_CN = {
     "assignments is dropped?":
         "把 {n_tok} 个随机 token 以 top-1 路由分给 {n_exp} 个专家，容量因子为 1.0（每个专家"
         "最多接收 {cap} 个 token）：token 到专家的分配中有多大比例被丢弃？",
+    "Dropless, on {P} real ranks: rank {hot} computes {many} token-expert assignments, rank "
+    "{cold} only {few}. Rank {cold}'s step (dispatch, its experts, combine) takes how many "
+    "times as long as rank {hot}'s?":
+        "无丢弃，在 {P} 个真实的 rank 上：rank {hot} 要计算 {many} 个 token 到专家的分配，rank "
+        "{cold} 只有 {few} 个。rank {cold} 的一步（分发、它的专家、合并）是 rank {hot} 的多少倍长？",
+    "Top-{k} of {E} experts on 2 nodes. A plain all-to-all sends a token across once per "
+    "expert it has on the other node. With node-limited routing (M = {M}) and one copy per "
+    "(token, node), what fraction of those inter-node bytes is left?":
+        "2 个节点上的 {E} 个专家中选 top-{k}。普通的全对全让一个 token 为它在另一个节点上的"
+        "每个专家各跨越一次。使用节点受限路由（M = {M}）并且每个（token，节点）只发一份副本时，"
+        "这些跨节点字节还剩下多大比例？",
     "Synchronous SGD with {c_ms:g} ms of compute per step and {latency} ms of latency per "
     "all-reduce: how long does one step take?":
         "同步 SGD，每步计算 {c_ms:g} 毫秒，每次全规约延迟 {latency} 毫秒：一步需要多长时间？",

@@ -264,6 +264,10 @@ MOE_DISPATCH = register(Exercise(
                "companion.sequence_parallel.moe.dispatch": "it is the package's dispatch",
                "companion.sequence_parallel.moe.MoE.dispatch": "it is the package's dispatch",
                "companion.sequence_parallel.moe.ExpertParallelMoE": "it is the package's expert-parallel layer",
+               "companion.sequence_parallel.moe_balance.dropless_forward": "it is the package's dispatch",
+               "companion.sequence_parallel.moe_nodes.two_hop_dispatch": "it is the package's dispatch",
+               "companion.collectives.log.all_to_all_rows": "it is the package's all-to-all wrapper; call "
+                                                    "torch.distributed yourself",
                **_PACKAGE_A2A},
     pattern=all_of(only(*_A2A, why="expert parallelism dispatches with all-to-alls"),
                    per_rank(_dropless_bytes)),

@@ -31,17 +31,29 @@ from ..validation import one_of, positive_int, positive_number, preflight
 __all__ = ["route", "dispatch", "MoE", "ExpertParallelMoE", "compare_moe"]
 
 
-def route(logits: torch.Tensor, top_k: int, capacity: int):
+def route(logits: torch.Tensor, top_k: int, capacity: int, bias: torch.Tensor | None = None):
     """Token -> expert assignments for ``logits`` of shape ``[tokens, experts]``.
 
     Returns ``(token, expert, slot, gate)`` for the kept assignments, 1-D each, in
-    priority order: the k-th choices of all tokens before the (k+1)-th."""
+    priority order: the k-th choices of all tokens before the (k+1)-th.
+
+    ``bias`` (``[experts]``, optional) is added to the router probabilities for the
+    choice of experts only; the gates stay the unbiased probabilities. This is the
+    auxiliary-loss-free balancing of Wang et al. 2024 and DeepSeek-V3 (notebook 06,
+    :mod:`companion.sequence_parallel.moe_balance`)."""
     n_tokens, n_experts = logits.shape
     positive_int("capacity", capacity, "pass the slots per expert, at least 1.")
     if not 1 <= top_k <= n_experts:
         raise ValueError(f"top_k={top_k} must be between 1 and the number of experts ({n_experts}).")
     probs = logits.softmax(dim=-1)
-    top_p, top_e = probs.topk(top_k, dim=-1)                  # [T, k]
+    if bias is None:
+        top_p, top_e = probs.topk(top_k, dim=-1)              # [T, k]
+    else:
+        if tuple(bias.shape) != (n_experts,):
+            raise ValueError(f"bias has shape {tuple(bias.shape)}; pass one number per "
+                             f"expert, shape ({n_experts},).")
+        top_e = (probs + bias).topk(top_k, dim=-1).indices    # the bias only chooses
+        top_p = probs.gather(1, top_e)
     gates = top_p if top_k == 1 else top_p / top_p.sum(dim=-1, keepdim=True)
     expert = top_e.t().reshape(-1)                            # choice-major: [k*T]
     token = torch.arange(n_tokens).repeat(top_k)
