@@ -213,7 +213,9 @@ CASES = (
          "config.json (mistralai/Mixtral-8x22B-v0.1)", "32 nodes, 256x H100", 256,
          {"tp": 4, "pp": 4, "ep": 8, "etp": 4, "zero": 1},
          "Megatron-LM parallelism guide, recommended MoE configurations: 256 GPUs, TP 4, "
-         "PP 4, CP 1, EP 8; no --expert-tensor-parallel-size, whose default is TP",
+         "PP 4, CP 1, EP 8; no --expert-tensor-parallel-size, whose default is TP (the "
+         "lecture names Megatron Bridge, whose current tree has no Mixtral recipe; the "
+         "guide refers to it)",
          "GPU, batch, sequence not in the guide: H100; 256 sequences of 4K and mb 1 as "
          "NVIDIA's Megatron-MoE-ModelZoo benchmarks 8x22B; the distributed optimizer "
          "(ZeRO-1)",
