@@ -27,7 +27,6 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 
 from ..collectives import log as comm_log
 from ..experiments import experiment
@@ -74,7 +73,8 @@ def dropless_forward(flat, assignment, experts, n_experts: int, group=None):
     """Expert-parallel MoE without capacity: send every kept assignment to its expert's
     owner (the counts first, then the rows), run this rank's ``experts``, send the
     results back and combine them with the gates. Returns ``(y, seconds)``: wall seconds
-    of the dispatch, the expert compute, the combine and the whole step on this rank,
+    of the dispatch, the expert compute, the combine and the three together ("step",
+    from after the counts' exchange) on this rank,
     and ``compute_cpu``, the CPU seconds of the expert compute (torch runs one thread
     per rank here)."""
     token, expert, _slot, gate = assignment

@@ -8,8 +8,8 @@ scores; its released router (``inference/model.py``, 8 groups, 4 kept, top-2 sum
 does this. The dispatch then sends a token **once per target node** over InfiniBand, to
 the GPU with the same in-node index, which forwards it over NVLink to the GPUs holding
 its experts there; DeepEP (github.com/deepseek-ai/DeepEP) is the library of those
-kernels ("if a token goes to Y experts in X nodes, the kernel only sends X RDMA
-messages", its maintainers in DeepEP issue 6).
+kernels (a token that "goes to Y experts in X nodes": "the kernel will only send X RDMA
+messages and broadcast to Y experts via NVLink", its maintainers in DeepEP issue 6).
 
 Here ``ranks_per_node`` consecutive ranks form an emulated node: rank ``r`` is on node
 ``r // R`` at in-node index ``r % R``; the experts are spread in order, so node ``a``
