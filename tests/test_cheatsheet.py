@@ -17,7 +17,7 @@ POWERS = (2, 4, 8, 16, 64)
 
 @pytest.mark.parametrize("n", POWERS)
 def test_all_reduce_closed_forms_equal_costmodel(n):
-    for name in costmodel.ALGORITHMS:  # recursive_doubling too, once the package has it
+    for name in costmodel.ALGORITHMS:
         assert cs.all_reduce_closed_form(name, n) == costmodel.coefficients(name, n), name
     rows = cs.all_reduce_table(n, 4e6, 1e-5, 1e9)
     assert [r["algorithm"] for r in rows] == list(costmodel.ALGORITHMS)
@@ -47,9 +47,8 @@ def test_recursive_doubling_trades_bytes_for_rounds(n):
     crossover = (a_rh - a_rd) * alpha * beta / (b_rd - b_rh)
     lg = math.log2(n)
     assert crossover == pytest.approx(lg * alpha * beta / (lg - 2 * (n - 1) / n))
-    if "recursive_doubling" in costmodel.ALGORITHMS:
-        assert costmodel.crossover_bytes("recursive_doubling", "recursive_halving_doubling", n,
-                                         alpha, beta) == pytest.approx(crossover)
+    assert costmodel.crossover_bytes("recursive_doubling", "recursive_halving_doubling", n,
+                                     alpha, beta) == pytest.approx(crossover)
 
 
 @pytest.mark.parametrize("psi, n", [(7.5e9, 64), (1e6, 4), (70e9, 128)])
@@ -64,15 +63,40 @@ def test_zero_closed_forms_equal_memory_module(psi, n):
         1.5 * cs.zero_traffic_closed_form(psi, n, 0))
 
 
-@pytest.mark.parametrize("p, m", [(2, 2), (4, 4), (4, 8), (3, 9), (8, 16)])
+@pytest.mark.parametrize("p, m", [(2, 2), (4, 4), (4, 8), (3, 9), (8, 16), (2, 6)])
 def test_bubble_closed_forms_equal_the_simulator(p, m):
     rows = {r["schedule"]: r for r in cs.bubble_table(p, m)}
-    assert set(rows) == {"naive", "gpipe", "1f1b", "interleaved", "zb-h1"}
+    v_shaped = {"zb-v", "dualpipev"} if m >= 2 * p else set()
+    assert set(rows) >= {name for name, _ in cs.SCHEDULES} - {"zb-v", "dualpipev"} | v_shaped
     for r in rows.values():
+        if r["closed_form"] is None:                    # F = B = W: only the V's m >= 2p
+            assert r["schedule"] in ("zb-v", "dualpipev") and m < 2 * p and r["why"], r
+            continue
         assert r["closed_form"] == pytest.approx(r["simulated"], abs=1e-12), r
+        if r["peak_closed_form"] is not None:
+            assert r["peak_closed_form"] == r["peak_activations"], r
     assert rows["gpipe"]["closed_form"] == rows["1f1b"]["closed_form"] == (p - 1) / (m + p - 1)
     assert rows["gpipe"]["peak_activations"] == m and rows["1f1b"]["peak_activations"] == min(p, m)
     assert rows["zb-h1"]["closed_form"] == pytest.approx((p - 1) / (3 * m + p - 1))
+    for name in {"interleaved-zb"} | v_shaped:          # notebook 04 section 8, v = 2
+        assert rows[name]["closed_form"] == pytest.approx((p - 1) / (6 * m + p - 1)), name
+    if v_shaped:
+        assert rows["dualpipev"]["peak_closed_form"] == p + 0.5 and rows["zb-v"]["peak_closed_form"] == p
+
+
+def test_bubble_closed_forms_at_unequal_costs_and_the_dualpipe_readme():
+    from companion.pipeline import OpCosts, simulate
+    costs = OpCosts(F=1.0, B=1.5, W=0.75)               # notebook 04 section 8's costs
+    rows = {r["schedule"]: r for r in cs.bubble_table(4, 8, costs=costs)}
+    held = [r for r in rows.values() if r["closed_form"] is not None]
+    assert {r["schedule"] for r in held} >= {"1f1b", "zb-h1", "interleaved-zb", "zb-v"}
+    assert rows["dualpipev"]["closed_form"] is None and "F = B" in rows["dualpipev"]["why"]
+    for r in held:
+        assert r["closed_form"] == pytest.approx(r["simulated"], abs=1e-12), r
+    work = 8 * (costs.F + costs.B + costs.W)
+    idle = {name: simulate(name, 4, 8, costs=costs).makespan - work for name in ("1f1b", "zb-h1")}
+    assert idle["1f1b"] == pytest.approx(3 * (costs.F + costs.B + costs.W))   # README (PP-1)(F+B)
+    assert idle["zb-h1"] == pytest.approx(3 * (costs.F + costs.B - costs.W))  # README (PP-1)(F+B-2W)
 
 
 @pytest.mark.parametrize("t", (1, 2, 4, 8))
@@ -151,7 +175,7 @@ def test_mfu_and_the_planner_rules():
     for words, cfg in broken.items():
         plan = planner.evaluate(model, cluster, 512, **cfg)
         assert not plan.feasible and words in plan.reason, (cfg, plan.reason)
-    assert all(len(rule) == 3 for rule in cs.PLANNER_RULES)
+    assert all(len(rule) == 4 and " · " in rule[3] for rule in cs.PLANNER_RULES)
 
 
 def test_markdown_table():
@@ -185,6 +209,9 @@ def test_roofline_closed_forms_equal_companion_roofline(chip, across):
         assert forms["tp_max_degree"] == pytest.approx(roofline.tp_max_degree(f, c, w))
         assert forms["fsdp_tp_split"] == pytest.approx(roofline.fsdp_tp_split(b, f, n))
         assert forms["fsdp_tp_min_tokens"] == pytest.approx(roofline.fsdp_tp_min_tokens(c, w, f))
-    assert len(cs.ROOFLINE_RULES) == 6 and all(len(r) == 3 for r in cs.ROOFLINE_RULES)
+        for k, z, g in ((8, 64, 8), (2, 16, 1), (8, 256, 8), (1, 4, 2)):
+            ep = cs.roofline_closed_forms(c, w, f, b, n, k, z, g)["ep_min_d_ff"]
+            assert ep == pytest.approx(roofline.ep_min_d_ff(k, z, c, w, domain=g))
+    assert len(cs.ROOFLINE_RULES) == 7 and all(len(r) == 4 and " · " in r[3] for r in cs.ROOFLINE_RULES)
     # the across-nodes row: Y W_fsdp, so FSDP's time per GPU, is the same for every Y
     assert len({y * roofline.fsdp_tp_bandwidths("H100", 1024, y)[0] for y in (1, 2, 4, 8)}) == 1

@@ -1,5 +1,6 @@
 """The cheat-sheet's closed forms, sections 1-8: each beside the package function it
-must agree with (``tests/test_cheatsheet.py`` holds them against it).
+must agree with (``tests/test_cheatsheet.py`` holds them against it). Sections 9-12 are in
+:mod:`.rules` and :mod:`.scaling`.
 
 Used by ``notebooks/cheatsheet.ipynb``; see :mod:`companion.cheatsheet` for why a
 formula the package implements is written out again here.
@@ -15,14 +16,14 @@ from ..collectives.accounting import ring_bytes
 from ..compression import OneBit, PowerSGD, TernGrad, payload_bytes
 from ..compression.sparse import encode_topk
 from ..dga.model import modeled_step_times
-from ..pipeline import bubble_fraction, simulate
+from ..pipeline import bubble_fraction, peak_activations, simulate
 from ..pipeline.simulate import formula_text
 from ..sequence_parallel.ring import attention_bytes
 from ..validation import fraction, one_of, positive_int, positive_number
 
 
 __all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
-           "zero_closed_form", "zero_traffic_closed_form", "bubble_table",
+           "zero_closed_form", "zero_traffic_closed_form", "SCHEDULES", "bubble_table",
            "TP_COLLECTIVES_PER_LAYER", "tp_bytes_per_layer", "activation_closed_form",
            "attention_bytes", "COMPRESSION_FORMULAS", "compressed_bytes", "measured_bytes",
            "dga_step_time", "modeled_step_time", "mfu"]
@@ -36,7 +37,7 @@ ALL_REDUCE_FORMULAS = {
     "ring": ("2(N-1)", "2(N-1)/N"),
     "recursive_halving_doubling": ("2 log2 N", "2(N-1)/N"),
     "reduce_scatter+all_gather": ("2(N-1)", "2(N-1)/N"),
-    "recursive_doubling": ("log2 N", "log2 N"),  # MPICH's; present once costmodel has it
+    "recursive_doubling": ("log2 N", "log2 N"),  # MPICH's, for short messages
 }
 
 
@@ -92,18 +93,46 @@ def zero_traffic_closed_form(psi: float, n: int, stage: int, e: int = 2) -> floa
 
 
 # --- 3. Pipeline bubbles (notebook 04) ---------------------------------------------------
-def bubble_table(stages: int, microbatches: int, chunks: int = 2) -> list[dict]:
-    """Closed form (``pipeline.bubble_fraction``) next to the simulator, per schedule,
-    with F = B = W = 1 (a backward twice a forward) and the peak activations held."""
+# (schedule, model chunks per rank) in the order notebook 04 teaches them: sections 1-6,
+# then section 8's four schedules with two chunks per rank.
+SCHEDULES = (("naive", 1), ("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1),
+             ("looped-bfs", 2), ("interleaved-zb", 2), ("zb-v", 2), ("dualpipev", 2))
+
+
+def bubble_table(stages: int, microbatches: int, chunks: int = 2, costs=None) -> list[dict]:
+    """Closed form (``pipeline.bubble_fraction``) next to the simulator, per schedule of
+    ``SCHEDULES`` (interleaved 1F1B, looped BFS and interleaved zero bubble with
+    ``chunks``), at ``costs`` (``pipeline.OpCosts``; default F = B = W = 1), with the peak
+    activations a stage holds: simulated, and ``pipeline.peak_activations``' closed form.
+    Where a closed form does not hold (too few micro-batches, unequal costs outside its
+    range) its entry is ``None`` and ``why`` says which rule; a schedule that cannot be
+    built at this size (ZB-V and DualPipeV need ``m >= 2p``, the interleaved ones ``m`` a
+    multiple of ``p``) has no row."""
+    positive_int("chunks", chunks, "pass the model chunks per rank, e.g. chunks=2.", minimum=2)
     rows = []
-    for name, v in (("naive", 1), ("gpipe", 1), ("1f1b", 1), ("interleaved", chunks),
-                    ("zb-h1", 1)):
+    for name, v in SCHEDULES:
+        v = chunks if name in ("interleaved", "looped-bfs", "interleaved-zb") else v
         m = 1 if name == "naive" else microbatches
-        timeline = simulate(name, stages, m, chunks=v)
-        rows.append({"schedule": name, "m": m, "v": v, "formula": formula_text(name),
-                     "closed_form": bubble_fraction(stages, m, name, chunks=v),
-                     "simulated": timeline.bubble_fraction,
-                     "peak_activations": max(timeline.peak_activations())})
+        try:
+            timeline = simulate(name, stages, m, chunks=v, costs=costs)
+        except ValueError:
+            if name in ("naive", "gpipe"):   # these run at every size: the sizes are wrong
+                raise
+            continue
+        row = {"schedule": name, "m": m, "v": v, "formula": formula_text(name),
+               "closed_form": None, "simulated": timeline.bubble_fraction,
+               "peak_activations": max(timeline.peak_activations()),
+               "peak_closed_form": None, "why": ""}
+        try:
+            row["closed_form"] = bubble_fraction(stages, m, name, chunks=v, costs=costs)
+        except ValueError as err:
+            row["why"] = str(err)
+        if name != "interleaved" and costs is None:  # the peaks' closed forms are at F = B = W
+            try:
+                row["peak_closed_form"] = max(peak_activations(stages, m, name))
+            except ValueError as err:
+                row["why"] = row["why"] or str(err)
+        rows.append(row)
     return rows
 
 
