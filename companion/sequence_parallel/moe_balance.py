@@ -72,11 +72,10 @@ def _route_all(flat, router, offset, top_k, capacity, bias):
 def dropless_forward(flat, assignment, experts, n_experts: int, group=None):
     """Expert-parallel MoE without capacity: send every kept assignment to its expert's
     owner (the counts first, then the rows), run this rank's ``experts``, send the
-    results back and combine them with the gates. Returns ``(y, seconds)``: wall seconds
-    of the dispatch, the expert compute, the combine and the three together ("step",
-    from after the counts' exchange) on this rank,
-    and ``compute_cpu``, the CPU seconds of the expert compute (torch runs one thread
-    per rank here)."""
+    results back and combine them with the gates. Returns ``(y, seconds)``: this rank's
+    wall seconds of the dispatch, the expert compute, the combine and the three together
+    (``step``, from after the counts' exchange), and ``compute_cpu``, the CPU seconds of
+    the expert compute (torch runs one thread per rank here)."""
     token, expert, _slot, gate = assignment
     n = dist.get_world_size(group) if dist.is_initialized() else 1
     per = n_experts // n
