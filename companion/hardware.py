@@ -1,7 +1,7 @@
 """Accelerator figures in one place, each with its unit, its basis and its source.
 
 Used by the planner's cluster presets (notebook 09), by ``companion.why_distribute``
-(the opening arithmetic of notebook 11) and meant for the roofline rules of notebook 10.
+(the opening arithmetic of notebook 00, section 0) and by the roofline rules of notebook 10.
 
 Every :class:`Figure` says what kind of number it is, because the sources mix them:
 
@@ -179,7 +179,7 @@ NVLINK_H100_MEASURED = Figure(370e9, "B/s", "measured all-reduce bus bandwidth, 
                               "scaling book's measurement of the 450 GB/s link")
 
 # One GPU's peak in the precision large models trained in at the time, for the plot of
-# compute growth (notebook 11). Before tensor cores that precision was fp32.
+# compute growth (notebook 00, section 0). Before tensor cores that precision was fp32.
 OLDER_GPUS = [
     ("K80", 2014, Figure(8.73e12, "FLOP/s", "peak fp32 with boost, both GK210 chips",
                          "https://www.nvidia.com/en-gb/data-center/tesla-k80/")),

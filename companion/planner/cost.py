@@ -7,7 +7,8 @@ torch's tracker checks it for torch's way),
 the pipeline bubble from ``companion.pipeline.bubble_fraction`` (notebook 04), and the
 time of each collective from the alpha-beta model of notebook 02.
 
-Placement follows Megatron-LM: tensor-parallel ranks are adjacent (inside a node when
+Placement follows Llama 3 (Megatron-LM's default puts DP inside the pipeline instead):
+tensor-parallel ranks are adjacent (inside a node when
 ``tp <= gpus_per_node``), pipeline stages next, data-parallel replicas outermost. Each
 collective is charged at the bandwidth its group really has (``planner.links``): NVLink
 inside a node; across nodes, a hierarchical reduction that uses one NIC per member of

@@ -1,13 +1,15 @@
 """Where a process group sits on the cluster, and the bandwidth its collectives really get.
 
 Taught in notebook 09 (section 3, "what each group's collectives cost"). Placement is
-Megatron's: tensor-parallel ranks adjacent, pipeline stages next, data-parallel replicas
+Llama 3's (arXiv 2407.21783 §3.3.2; Megatron-LM's default puts DP inside the pipeline
+instead): tensor-parallel ranks adjacent, pipeline stages next, data-parallel replicas
 outermost, so a TP group is ``tp`` consecutive ranks (stride 1) and a DP group is ``dp``
 ranks spaced ``tp * pp`` apart.
 
 ``collective_time`` is notebook 02's flat ring on one given link (alpha, beta).
 A group that fits in one node runs that ring on NVLink. A group that spans
-nodes reduces hierarchically (what NCCL's multi-ring and tree algorithms do): inside
+nodes reduces hierarchically (NCCL's multi-channel rings drive the same NICs and come
+close to its bytes at scale; notebook 11 section 4): inside
 each node its members share the work over NVLink, and across nodes each member drives
 its **own** NIC. With ``k`` members per node, a group spanning ``M`` nodes therefore has
 ``k`` NICs per node, ``k * beta_nic`` bytes/s of node egress, and one all-gather or
