@@ -82,7 +82,7 @@ _CARD = re.compile(r"塊(?=\s*(?:GPU|TPU|[HABV]\d00|網路卡|\d+\s*GB))")
 _CHIP = re.compile(r"塊(?=\s*晶片)")
 _LI = re.compile(r"(?<![公英海千])里(?![程])")
 # 通過 is "by way of" (Taiwan: 透過) unless a test or a check passes
-_VIA = re.compile(r"(?<![不沒未算部就次樣上有])通過(?![。，：了；！、）\n]|$)")
+_VIA = re.compile(r"(?<![不沒未算部就次樣上有])通過(?![。，：了；！、）」”\"'\n]|$)")
 _LIBRARY = re.compile(r"(?<![存料倉式])庫")   # a software library: 函式庫
 # a software package (包 alone), not 包含, 包括, 包裝 or 包起來: Taiwan writes 套件
 _PACKAGE = re.compile(r"(?<![打區])(?<!軟體)包(?![含括裝起打圍])")
