@@ -317,12 +317,15 @@ def _shown_strings(code: str) -> list[tuple[int, int]]:
     for line in lines:
         starts.append(starts[-1] + len(line))
     spans = []
+
+    def at(line: int, col: int) -> int:   # ast's columns count UTF-8 bytes, not characters
+        return starts[line - 1] + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
+
     def add(node):
         for sub in ast.walk(node):
             if isinstance(sub, (ast.Constant, ast.JoinedStr)) and (
                     isinstance(sub, ast.JoinedStr) or isinstance(sub.value, str)):
-                spans.append((starts[sub.lineno - 1] + sub.col_offset,
-                              starts[sub.end_lineno - 1] + sub.end_col_offset))
+                spans.append((at(sub.lineno, sub.col_offset), at(sub.end_lineno, sub.end_col_offset)))
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Call):
             name = getattr(node.func, "attr", getattr(node.func, "id", None))
