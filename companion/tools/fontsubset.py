@@ -9,7 +9,8 @@ The full Noto Sans CJK collection (SIL OFL 1.1, 19 MB: Debian's fonts-noto-cjk) 
 the SC and TC faces; each is cut to the characters a course figure can show: GB 2312's
 level-1 hanzi (3,755, the common Simplified set), Big5's common hanzi (5,401) and the
 Traditional forms OpenCC's s2twp gives for the first set, CJK punctuation, full-width
-forms, and every character of the package's message tables. About 1.7 MB each; a glyph
+forms, every character of the package's message tables and of the translation files'
+code fragments (what notebook code prints and draws). About 1.7 MB each; a glyph
 outside the set falls back to DejaVu Sans and matplotlib warns, which
 tests/test_translations.py would catch for the package's own strings.
 """
@@ -49,6 +50,13 @@ def characters() -> str:
     ours = set("".join([*ZH_CN.values(), *NOTEBOOK_ZH_CN.values(), *CHECKER_ZH_CN.values(),
                         *(v for table in tw.values() if isinstance(table, dict)
                           for v in table.values())]))
+    # what notebook code prints and draws in the Chinese editions (the translation files'
+    # code fragments: figure titles and labels among them), in both scripts
+    from . import zh_tw
+    fragments = "".join(zh for path in sorted((FONTS.parents[1] / "translations" / "zh-CN").glob("*.json"))
+                        for pairs in (json.loads(path.read_text(encoding="utf-8")).get("code") or {}).values()
+                        for _, zh in pairs)
+    ours |= set(fragments) | set(zh_tw.converter()(fragments))
     punctuation = {chr(c) for c in range(0x3000, 0x3040)} | \
         {chr(c) for c in range(0xFF00, 0xFFF0)} | set("“”‘’—…·")
     return "".join(sorted(gb_level1 | big5_common | traditional | ours | punctuation))
