@@ -104,9 +104,9 @@ NOTEBOOK_ZH_CN = {
         "在仿真的 2 个节点 x 2 上对 1 MB 做全规约：分层全规约比扁平环快多少倍？",
     "times faster": "倍",
     "x": "倍",
-    "At 512 rows per rank, what percentage of FSDP's exposed communication does prefetch "
-    "remove?":
-        "每个 rank 512 行时，预取去掉了 FSDP 暴露通信的百分之多少？",
+    "At 512 rows per rank, what percentage of FSDP's all-gather time on the link does "
+    "prefetch hide under compute?":
+        "每个 rank 512 行时，FSDP 的全收集在链路上的时间中，有百分之多少被预取藏到了计算之下？",
     "On 4 NVLinked GPUs, which plan does the solver pick for fc1 then fc2?":
         "在 4 块以 NVLink 相连的 GPU 上，求解器为 fc1 和 fc2 依次选择哪种方案？",
     "Megatron's MLP on 4 ranks under DTensor: how many all-reduces in the forward pass?":

@@ -45,7 +45,8 @@ from .timeline import step_timeline
 __all__ = ["measure_overlap", "mlp_flops", "torch_ddp_buckets"]
 
 NICENESS = 5  # of the computing thread; see _yield_to_communication
-SCALARS = ("step_s", "compute_s", "wait_s", "comm_s", "hidden_s", "exposed_s")
+SCALARS = ("step_s", "compute_s", "wait_s", "comm_s", "hidden_s", "exposed_s",
+           "all_gather_s", "all_gather_hidden_s")
 IN_FEATURES = 16
 
 
@@ -109,10 +110,22 @@ def _step_rows(config, link, hidden, depth, steps, warmup):
         opt.step()
         opt.zero_grad()
         if step >= warmup:
-            timelines.append(step_timeline(net.comm.records, t0, t1, dist.get_rank()))
+            timeline = step_timeline(net.comm.records, t0, t1, dist.get_rank())
+            timelines.append({**timeline, **_all_gathers(timeline)})
     net.comm.records = None
     row = {k: statistics.median(t[k] for t in timelines) for k in SCALARS}
     return {**row, "timeline": timelines[-1], "timelines": timelines}
+
+
+def _all_gathers(timeline):
+    """The link time of a step's all-gathers, and the part of it that ran under compute.
+
+    What prefetch changes, and nothing else does: the step's total exposure also holds
+    the reduce-scatters and every stall of a rank that other jobs descheduled, which on
+    a loaded machine can outweigh the difference prefetch makes (notebook 10, 6b)."""
+    gathers = [c for c in timeline["comm"] if c["kind"] == "all_gather"]
+    return {"all_gather_s": sum(c["hidden_s"] + c["exposed_s"] for c in gathers),
+            "all_gather_hidden_s": sum(c["hidden_s"] for c in gathers)}
 
 
 def _mean_over_ranks(rows):
@@ -147,6 +160,7 @@ def measure_overlap(*, configs=({"strategy": "ddp"}, {"strategy": "fsdp", "prefe
 
         {"strategy", "batch", "bucket_size_mb", "prefetch", "flops",
          "step_s", "compute_s", "wait_s", "comm_s", "hidden_s", "exposed_s",  # rank mean
+         "all_gather_s", "all_gather_hidden_s",  # FSDP's all-gathers on the link, hidden
          "timeline": this rank's last step, companion.overlap.step_timeline's dict}
     """
     from ..network.delayed import DelayedComm
