@@ -168,7 +168,9 @@ def test_the_site_builds_with_plots_and_widget_state(tmp_path):
     assert len(entries) == len(SITE_SAMPLE)
     offline = (out / "_static" / "embed-amd.js").exists()
     with_plots = [e for e in entries if _has_png(out / "executed" / e.path.name)]
-    assert len(with_plots) >= len(entries) - 1, "every sampled notebook but 12 draws a plot"
+    # 00 and 03 draw matplotlib figures; 11's figures are widgets, whose state is checked
+    # below, and 12 draws none.
+    assert {e.number for e in with_plots} >= {"00", "03"}, [e.number for e in with_plots]
     for e in entries:
         html = (out / f"{e.stem}.html").read_text()
         assert f"href='{e.stem}.html'" in index.read_text()
