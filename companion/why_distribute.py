@@ -92,7 +92,9 @@ def scaling(t_small: float, t_large: float, units_small: int, units_large: int) 
 
 
 def lecture_numbers(utilization: float = 0.5) -> list[dict]:
-    """L19 p.6-10 as rows ``{"page", "quantity", "notes", "recomputed", "assumes"}``."""
+    """L19 p.6-10 as rows ``{"page", "quantity", "notes", "recomputed", "assumes",
+    "label"}``: ``quantity`` is the English key, ``label`` what it reads as in the current
+    language, ``assumes`` is in that language too."""
     fraction("utilization", utilization, "pass the share of peak sustained, e.g. 0.5.")
     flops = training_flops(GPT3_PARAMS, GPT3_TOKENS)
     a100 = gpu_time(flops, "A100", utilization)
@@ -103,29 +105,49 @@ def lecture_numbers(utilization: float = 0.5) -> list[dict]:
     job = NOTES["job_gpu_days"] * 86400
     tsm = scaling(NOTES["tsm_1_node_s"], NOTES["tsm_256_nodes_s"], 1, 256)
     pct = f"{utilization:.0%}"
-    return [
+    rows = [
         dict(page="p.6", quantity="GPT-3 training FLOPs", notes=None, recomputed=flops,
-             assumes=f"6 x {GPT3_PARAMS:.3g} params x {GPT3_TOKENS:.3g} tokens (paper: 3.14e23)"),
+             assumes=tr("6 x {params:.3g} params x {tokens:.3g} tokens (paper: 3.14e23)").format(
+                 params=GPT3_PARAMS, tokens=GPT3_TOKENS)),
         dict(page="p.6", quantity="GPT-3 GPU-years, one GPU", notes=NOTES["gpt3_gpu_years"],
-             recomputed=v100["gpu_years"], assumes="3.14e23 FLOPs at 28 TFLOP/s (Lambda's V100)"),
+             recomputed=v100["gpu_years"], assumes=tr("3.14e23 FLOPs at 28 TFLOP/s (Lambda's V100)")),
         dict(page="p.6", quantity="GPT-3 GPU-hours, one GPU", notes=NOTES["gpt3_gpu_hours"],
-             recomputed=v100["gpu_hours"], assumes="the same, in hours"),
+             recomputed=v100["gpu_hours"], assumes=tr("the same, in hours")),
         dict(page="p.6", quantity="GPT-3 GPU-years on an A100", notes=NOTES["gpt3_gpu_years"],
-             recomputed=a100["gpu_years"], assumes=f"A100 at {pct} of its 312 TFLOP/s dense bf16 peak"),
+             recomputed=a100["gpu_years"],
+             assumes=tr("A100 at {pct} of its 312 TFLOP/s dense bf16 peak").format(pct=pct)),
         dict(page="p.6", quantity="GPT-3 GPU-years on an A100 at peak", notes=None,
-             recomputed=a100_peak["gpu_years"], assumes="A100 at 100% of peak (a floor)"),
+             recomputed=a100_peak["gpu_years"], assumes=tr("A100 at 100% of peak (a floor)")),
         dict(page="p.6", quantity="ResNet-50 GPU-hours on an A100", notes=NOTES["resnet50_gpu_hours"],
-             recomputed=resnet_peak_h, assumes="3 x 2 x 3.8e9 FLOPs x 1.28M images x 90 epochs at peak"),
+             recomputed=resnet_peak_h,
+             assumes=tr("3 x 2 x 3.8e9 FLOPs x 1.28M images x 90 epochs at peak")),
         dict(page="p.8", quantity="10 GPU-days on 1,024 GPUs, minutes", notes=NOTES["job_minutes"],
-             recomputed=ideal_time(job, NOTES["job_gpus"]) / 60, assumes="perfect linear scaling"),
+             recomputed=ideal_time(job, NOTES["job_gpus"]) / 60, assumes=tr("perfect linear scaling")),
         dict(page="p.8", quantity="GPT-3 on 1,024 A100s, days", notes=None,
              recomputed=ideal_time(a100["seconds"], 1024) / 86400,
-             assumes=f"A100 at {pct} of peak, perfect scaling"),
+             assumes=tr("A100 at {pct} of peak, perfect scaling").format(pct=pct)),
         dict(page="p.10", quantity="TSM speed-up, 1 -> 256 Summit nodes", notes=None,
-             recomputed=tsm["speedup"], assumes="49 h 50 min / 14 min"),
+             recomputed=tsm["speedup"], assumes=tr("49 h 50 min / 14 min")),
         dict(page="p.10", quantity="TSM scaling efficiency", notes=None,
-             recomputed=tsm["efficiency"], assumes="speed-up / 256 (6 GPUs per node both times)"),
+             recomputed=tsm["efficiency"], assumes=tr("speed-up / 256 (6 GPUs per node both times)")),
     ]
+    labels = _quantity_labels()
+    return [dict(row, label=labels[row["quantity"]]) for row in rows]
+
+
+def _quantity_labels() -> dict:
+    """What a row's ``quantity`` (its English key, which notebooks look rows up by) reads
+    as in the current language."""
+    return {"GPT-3 training FLOPs": tr("GPT-3 training FLOPs"),
+            "GPT-3 GPU-years, one GPU": tr("GPT-3 GPU-years, one GPU"),
+            "GPT-3 GPU-hours, one GPU": tr("GPT-3 GPU-hours, one GPU"),
+            "GPT-3 GPU-years on an A100": tr("GPT-3 GPU-years on an A100"),
+            "GPT-3 GPU-years on an A100 at peak": tr("GPT-3 GPU-years on an A100 at peak"),
+            "ResNet-50 GPU-hours on an A100": tr("ResNet-50 GPU-hours on an A100"),
+            "10 GPU-days on 1,024 GPUs, minutes": tr("10 GPU-days on 1,024 GPUs, minutes"),
+            "GPT-3 on 1,024 A100s, days": tr("GPT-3 on 1,024 A100s, days"),
+            "TSM speed-up, 1 -> 256 Summit nodes": tr("TSM speed-up, 1 -> 256 Summit nodes"),
+            "TSM scaling efficiency": tr("TSM scaling efficiency")}
 
 
 def disagreements(utilization: float = 0.5) -> list[str]:
@@ -137,18 +159,21 @@ def disagreements(utilization: float = 0.5) -> list[str]:
     hours_as_years = NOTES["gpt3_gpu_hours"] * 3600 / YEAR
     resnet = rows["ResNet-50 GPU-hours on an A100"]["recomputed"]
     return [
-        f"L19 p.6 (as the notes put it) sets GPT-3 at 355 GPU-years on an A100. 3.14e23 FLOPs "
-        f"at 28 TFLOP/s give {v100:.0f} years: that is the V100 figure of Lambda's "
-        f"'Demystifying GPT-3' ({LAMBDA_SOURCE}). On an A100 at {utilization:.0%} of its "
-        f"312 TFLOP/s bf16 peak it is {a100:.0f} GPU-years ({peak:.0f} at 100% of peak).",
-        f"3.1 million GPU-hours is {hours_as_years:.0f} years, not 355: the slide rounds the "
-        f"hours (355 years is {NOTES['gpt3_gpu_years'] * YEAR / 3600 / 1e6:.2f} million).",
-        f"ResNet-50's 31 A100-hours is ~{NOTES['resnet50_gpu_hours'] / resnet:.0f}x its "
-        f"FLOP count at peak ({resnet:.1f} h): a measured run's time, at "
-        f"{resnet / NOTES['resnet50_gpu_hours']:.0%} of the bf16 peak, not arithmetic.",
-        "The 14 minutes (10 GPU-days on 1,024 GPUs) is exact arithmetic that assumes perfect "
-        "scaling; TSM on Summit reached "
-        f"{rows['TSM scaling efficiency']['recomputed']:.0%} of it at 256 nodes.",
+        tr("L19 p.6 (as the notes put it) sets GPT-3 at 355 GPU-years on an A100. 3.14e23 FLOPs "
+           "at 28 TFLOP/s give {v100:.0f} years: that is the V100 figure of Lambda's "
+           "'Demystifying GPT-3' ({source}). On an A100 at {pct:.0%} of its "
+           "312 TFLOP/s bf16 peak it is {a100:.0f} GPU-years ({peak:.0f} at 100% of peak).").format(
+            v100=v100, source=LAMBDA_SOURCE, pct=utilization, a100=a100, peak=peak),
+        tr("3.1 million GPU-hours is {years:.0f} years, not 355: the slide rounds the "
+           "hours (355 years is {hours:.2f} million).").format(
+            years=hours_as_years, hours=NOTES["gpt3_gpu_years"] * YEAR / 3600 / 1e6),
+        tr("ResNet-50's 31 A100-hours is ~{ratio:.0f}x its FLOP count at peak ({peak:.1f} h): "
+           "a measured run's time, at {share:.0%} of the bf16 peak, not arithmetic.").format(
+            ratio=NOTES["resnet50_gpu_hours"] / resnet, peak=resnet,
+            share=resnet / NOTES["resnet50_gpu_hours"]),
+        tr("The 14 minutes (10 GPU-days on 1,024 GPUs) is exact arithmetic that assumes perfect "
+           "scaling; TSM on Summit reached {efficiency:.0%} of it at 256 nodes.").format(
+            efficiency=rows["TSM scaling efficiency"]["recomputed"]),
     ]
 
 

@@ -382,3 +382,6 @@ RUNTIME_ZH_CN = {
     "{nodes} x {per_node} ranks, layout {layout}; {intra}; {inter}":
         "{nodes} x {per_node} 个 rank，布局 {layout}；{intra}；{inter}",
 }
+from .display_strings import DISPLAY_ZH_CN  # noqa: E402  (the same table, continued)
+
+RUNTIME_ZH_CN.update(DISPLAY_ZH_CN)
