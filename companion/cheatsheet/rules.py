@@ -96,7 +96,7 @@ ROOFLINE_RULES = [
     (_("FSDP x TP across GPU nodes (an FSDP group: per_node / Y NICs per node)"),
      _("FSDP's time is the same for every Y; X <= B / seq_len sets Y"), "Y",
      "10 §4 · CS336 L8 §7.3"),
-    (_("PP hop"), _("bytes D C / (2 P L W) < 1 (P params per layer, L layers per stage)"), "B",
+    (_("PP hop"), _("e D C / (2 P L W) < 1 (e bytes per element, P params per layer, L layers per stage)"), "B",
      "10 §5 · CS336 L8 §4.2"),
     (_("EP all-to-all (k experts per token, Z devices, domains of g sharing W)"),
      _("expert width F > (C / W) g min(k, Z / g) (Z - g) / (Z k)"), "B, D",

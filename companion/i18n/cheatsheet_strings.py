@@ -73,8 +73,8 @@ CHEATSHEET_ZH_CN = {
     "FSDP's time is the same for every Y; X <= B / seq_len sets Y":
         "FSDP 的时间对每个 Y 都相同；由 X <= B / seq_len 决定 Y",
     "PP hop": "PP 的一跳",
-    "bytes D C / (2 P L W) < 1 (P params per layer, L layers per stage)":
-        "bytes D C / (2 P L W) < 1（P 为每层参数数，L 为每个阶段的层数）",
+    "e D C / (2 P L W) < 1 (e bytes per element, P params per layer, L layers per stage)":
+        "e D C / (2 P L W) < 1（e 为每个元素的字节数，P 为每层参数数，L 为每个阶段的层数）",
     "EP all-to-all (k experts per token, Z devices, domains of g sharing W)":
         "EP 的全对全（每个 token 去往 k 个专家，Z 个设备，每 g 个设备共享一个 W）",
     "expert width F > (C / W) g min(k, Z / g) (Z - g) / (Z k)":
