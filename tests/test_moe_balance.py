@@ -47,6 +47,15 @@ def test_bias_only_chooses_the_experts():
                                                               dtype=torch.float64))
     assert expert.tolist() == [1, 2]                     # token 0 pushed off expert 0
     assert torch.equal(gate, logits.softmax(-1)[token, expert])   # unbiased gate
+    # top-2: the bias changes which two experts, the gates are their unbiased
+    # probabilities renormalised over the two (GShard / Mixtral)
+    probs = logits.softmax(-1)
+    token, expert, _, gate = route(logits, 2, 2, torch.tensor([0.0, 0.0, 1.0],
+                                                              dtype=torch.float64))
+    pairs = expert.view(2, -1).t()                       # [token, choice]
+    assert pairs[0].tolist() == [2, 0]                   # token 0: expert 2 pulled in
+    want = probs.gather(1, pairs)
+    assert torch.allclose(gate.view(2, -1).t(), want / want.sum(-1, keepdim=True))
 
 
 def test_update_bias_and_load_ratio():
@@ -69,6 +78,23 @@ def test_node_limited_topk_follows_deepseek_v3():
     idx = mn.node_limited_topk(s, 8, 8, 4)                # DeepSeek-V3's shape
     assert max(len(set((row // 32).tolist())) for row in idx) <= 4
     assert mn.cross_node_rows(idx, 0, 32, dedup=True) <= mn.cross_node_rows(idx, 0, 32, False)
+
+
+def _v3_gate(scores, topk, n_groups, topk_groups):
+    # The group-limited choice of DeepSeek-V3's released router (inference/model.py,
+    # Gate.forward, the path with the correction bias): a group's score is the sum of its
+    # top 2, the best topk_groups groups are kept, the top-k is taken among their experts.
+    grouped = scores.view(scores.shape[0], n_groups, -1)
+    keep = grouped.topk(2, dim=-1)[0].sum(dim=-1).topk(topk_groups, dim=-1)[1]
+    mask = torch.ones(scores.shape[0], n_groups, dtype=torch.bool).scatter_(1, keep, False)
+    return grouped.masked_fill(mask.unsqueeze(-1), float("-inf")).flatten(1).topk(topk, -1)[1]
+
+
+def test_node_limited_topk_equals_deepseek_v3s_released_gate():
+    torch.manual_seed(1)
+    s = torch.rand(500, 256).sigmoid()                   # V3: sigmoid affinities
+    got = mn.node_limited_topk(s, 8, 8, 4)
+    assert torch.equal(got.sort(-1).values, _v3_gate(s, 8, 8, 4).sort(-1).values)
 
 
 def test_two_hop_dispatch_equals_the_reference_and_counts_exact_bytes():
