@@ -55,6 +55,7 @@ from . import runtime
 from .backends import choose_backend, cpu_cores, max_world_size, validate_launch
 from .i18n import _
 from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, stop
+from .i18n.errors import message_of
 from .validation import accepts, callable_arg, run_preflight
 
 __all__ = ["launch", "LaunchError", "LaunchTimeout", "LaunchInfo", "choose_backend",
@@ -206,7 +207,7 @@ def _rank_main(rank, world_size, backend, init_method, pg_timeout, threads, payl
                                 rank=rank, exc=exc)) from exc
     except BaseException as exc:  # noqa: BLE001 - report everything, KeyboardInterrupt too
         text = traceback.format_exc()
-        summary = f"{type(exc).__name__}: {exc}"
+        summary = f"{type(exc).__name__}: {message_of(exc)}"   # in the student's language
         sys.stdout.flush()
         sys.stderr.flush()
         result_w.send_bytes(pickle.dumps(("error", summary, text)))

@@ -226,6 +226,7 @@ CASES = [
     Case("measure/not-notebook", ENGRUNS.measure, ("notebooks",), {}, ValueError, "path"),
     Case("swap_columns_and_rows/not-str", ZHTW.swap_columns_and_rows, (["列"],), {}, TypeError, "text"),
     Case("use_cjk_font/language", PLOT.use_cjk_font, ("zh-HK",), {}, ValueError, "language"),
+    Case("translate_message/not-str", i18n.errors.translate_message, (3,), {}, TypeError, "message"),
     # --- the Colab/Binder bootstrap cell (companion.tools.bootstrap) -----------------
     Case("bootstrap_source/not-str", BOOT.bootstrap_source, (Path("/x"),), {}, TypeError, "source"),
     Case("bootstrap_source/quote", BOOT.bootstrap_source, ('a" && rm -rf ~',), {}, ValueError, "source"),
@@ -997,6 +998,9 @@ _reason("the grader's record of one (student, exercise), built by grade() from a
         "GradeRow")
 _reason("a rank function taking functions the exercises pass (checked by launch's accepts)",
         "run_mlp")
+_reason("the error-message catalogue's authoring tool: it reads the package's own source "
+        "and catalogue, no student passes it a value", "templates", "needs_translation",
+        "catalogue_problems")
 _reason("the exercise checker's own machinery: it takes the Exercise, the records, the "
         "functions or the launch error the checker itself holds (Exercise cases)",
         "RecordingGroup", "calls_from", "Opaque", "expected_rank", "attempt_rank",

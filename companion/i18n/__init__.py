@@ -13,14 +13,16 @@ verdicts, hints' frame, predictions, widget labels, the launcher's explanations,
 labels), looked up in a message table keyed by the English text (``messages.py``;
 ``notebook_strings.py`` for the questions the notebooks' code passes in,
 gettext's convention: an untranslated string falls back to the English one, so English
-output stays byte-identical), and each exercise's title, task and hints, taken from the
+output stays byte-identical), each exercise's title, task and hints, taken from the
 translators' files by ``python -m companion.tools.i18n_build`` (``data/exercises.json``).
 Why a table and not gettext ``.po``/``.mo`` files: ``.mo`` is a compiled binary that a
 build step must regenerate and git cannot diff, while the table is reviewed as code, its
 zh-TW half (``data/messages.zh-TW.json``) is generated from the zh-CN half in Taiwan usage
 (:mod:`companion.tools.zh_tw`), and
 tests/test_translations.py
-checks that every ``_("...")`` in the package has both.
+checks that every ``_("...")`` in the package has both. The ValueError/TypeError messages
+of public functions stay English where they are raised and are shown in Chinese by
+:mod:`.errors` (a catalogue of their source templates).
 """
 from __future__ import annotations
 
@@ -155,3 +157,10 @@ def exercise_text(exercise_id: str, field: str, english):
     if field == "hints" and (not isinstance(found, list) or len(found) != len(english)):
         return english
     return found if found else english
+
+
+# A Jupyter kernel that speaks Chinese shows the package's ValueError/TypeError messages
+# in Chinese (.errors); imported last, as it reads get_language from this module.
+from . import errors as _errors  # noqa: E402
+
+on_language_change(_errors.follow)
