@@ -85,8 +85,33 @@ def _prediction_questions(path: Path, choices: bool = False) -> list[str]:
     return found
 
 
+def _code_strings(path: Path, calls=None) -> set[str]:
+    """Every string literal of a notebook's code, or (with ``calls``) only the literal
+    arguments of those calls: what a cell passes to ``gettext`` to show in the student's
+    language while it keeps the English text as the key it looks values up by."""
+    import ast
+    found = set()
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                         for line in cell.source.splitlines())
+        for node in ast.walk(ast.parse(code)):
+            if calls is None and isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.add(node.value)
+            elif (calls is not None and isinstance(node, ast.Call)
+                  and getattr(node.func, "id", getattr(node.func, "attr", None)) in calls):
+                found |= {a.value for a in node.args[:1] if isinstance(a, ast.Constant)}
+    return found
+
+
 def test_every_literal_prediction_question_is_translated_and_still_exists():
     used = {q for p in ENGLISH for q in _prediction_questions(p, choices=True)}
+    # display names a notebook shows through gettext(name): keys of NOTEBOOK_ZH_CN too
+    used |= {s for p in ENGLISH for s in _code_strings(p)} & set(NOTEBOOK_ZH_CN)
+    for path in ENGLISH:
+        untranslated = _code_strings(path, {"gettext"}) - set(NOTEBOOK_ZH_CN) - set(ZH_CN)
+        assert not untranslated, f"{path.name}: add to NOTEBOOK_ZH_CN: {untranslated}"
     gone = [k for k in NOTEBOOK_ZH_CN if k not in used]
     assert not gone, f"NOTEBOOK_ZH_CN keys no notebook uses any more: {gone}"
     same_in_chinese = {"%", "GB", "MB"}

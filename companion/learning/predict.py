@@ -103,7 +103,8 @@ class Prediction:
             ok = self.value == measured
             print(say("You predicted {value}; the answer is {measured}. Right." if ok else
                       "You predicted {value}; the answer is {measured}. Not this time: read "
-                      "on for why.", value=repr(self.value), measured=repr(measured)))
+                      "on for why.", value=_shown_choice(self.value),
+                      measured=_shown_choice(measured)))
             return ok
         value = float(self.value)
         ok = math.isclose(value, float(measured), rel_tol=rel_tol, abs_tol=abs_tol)
@@ -113,11 +114,17 @@ class Prediction:
         return ok
 
 
+def _shown_choice(choice) -> str:
+    """A choice as the student reads it: its text in the current language (the English
+    choice stays the value compared), quoted like its repr."""
+    return repr(_(choice)) if isinstance(choice, str) else repr(choice)
+
+
 def _fmt(x, unit: str) -> str:
     if isinstance(x, float):
         text = f"{x:.3g}"
     else:
-        text = repr(x) if not isinstance(x, (int,)) else f"{x}"
+        text = _shown_choice(x) if not isinstance(x, (int,)) else f"{x}"
     return f"{text} {_(unit)}".strip() if unit and unit != "fraction" else text
 
 

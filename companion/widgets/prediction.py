@@ -65,7 +65,8 @@ def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
         model.lock(field.value)
         field.disabled = button.disabled = True
         with showing(status):
-            print(_("Locked in: {value}").format(value=repr(model.value))
+            shown = repr(_(model.value)) if isinstance(model.value, str) else repr(model.value)
+            print(_("Locked in: {value}").format(value=shown)
                   + (f" {_(unit)}" if unit else "") + _(". Now run the cells below."))
 
     button.on_click(lock)
