@@ -135,4 +135,36 @@ NOTEBOOK_ZH_CN = {
     "as with whole experts (ETP 1)?":
         "按 NVIDIA 的配置训练 Mixtral 8x22B（256 块 H100 上 TP 4、EP 8、PP 4）：专家像注意力一样"
         "切成 4 份（ETP 4）时，规划器给出的单步时间是专家不切分（ETP 1）时的多少倍？",
+    # ---- display names: prediction choices and the labels a cell keeps as English keys
+    # (it looks values up by them) and shows through gettext(name) ----------------------
+    # notebook 12
+    "col then row (Megatron)": "先 col 后 row（Megatron）",
+    "row then col": "先 row 后 col",
+    "dp then dp (data parallel)": "两个都用 dp（数据并行）",
+    "rep then rep": "两个都用 rep（复制）",
+    "equal axes (NVLink both)": "两轴相同（都是 NVLink）",
+    "axis 0 across nodes, axis 1 NVLink": "轴 0 跨节点，轴 1 为 NVLink",
+    "attention": "注意力",
+    "solver": "求解器",
+    "megatron": "Megatron",
+    "forward": "前向",
+    "backward": "反向",
+    "MLP, 1D mesh of 4": "MLP，4 个 rank 的一维网格",
+    "attention, 1D mesh of 4": "注意力，4 个 rank 的一维网格",
+    "MLP, 2x2, the solver's plan for a slow axis 0": "MLP，2x2，求解器针对慢轴 0 的方案",
+    "MLP, 2x2, Megatron's plan": "MLP，2x2，Megatron 的方案",
+    "GPT-3 (up to 39B), vs Megatron-LM": "GPT-3（最大 39B），对比 Megatron-LM",
+    "GShard MoE, vs DeepSpeed, 2 nodes": "GShard MoE，对比 DeepSpeed，2 个节点",
+    "GShard MoE, vs DeepSpeed, 4 nodes": "GShard MoE，对比 DeepSpeed，4 个节点",
+    "Wide-ResNet, 32 GPUs: linear-scaling efficiency": "Wide-ResNet，32 块 GPU：线性扩展效率",
+    "stage slicing: DP vs equal operators, Wide-ResNet 32 GPUs":
+        "阶段切分：动态规划对比等算子数切分，Wide-ResNet，32 块 GPU",
+    "stage slicing: DP vs equal layers, Wide-ResNet 32 GPUs":
+        "阶段切分：动态规划对比等层数切分，Wide-ResNet，32 块 GPU",
+    "matches or slightly exceeds": "持平或略优",
+    "MLP, 4 GPUs on NVLink: solver vs Megatron": "MLP，NVLink 上 4 块 GPU：求解器对比 Megatron",
+    "attention, 4 GPUs on NVLink: solver vs Megatron": "注意力，NVLink 上 4 块 GPU：求解器对比 Megatron",
+    "{name}, 2x2 mesh, {label}: solver vs Megatron": "{name}，2x2 网格，{label}：求解器对比 Megatron",
+    "stage slicing: DP vs equal layers, Llama-3.2 1B on 8 GPUs":
+        "阶段切分：动态规划对比等层数切分，8 块 GPU 上的 Llama-3.2 1B",
 }
