@@ -35,7 +35,7 @@ import nbformat
 
 from . import drift
 
-from . import glossary, zh_tw
+from . import error_templates, glossary, zh_tw
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = ("zh-CN", "zh-TW")
@@ -147,6 +147,10 @@ def plan(paths: Paths, convert, check: bool = False) -> tuple[dict[Path, str], l
     outputs[paths.exercises] = json.dumps(exercises, ensure_ascii=False, indent=1,
                                           sort_keys=True) + "\n"
     outputs[paths.messages_tw] = messages_module(convert)
+    errors = paths.root / "companion" / "i18n" / "data" / "errors.zh-CN.json"
+    if errors.exists():  # the error messages' catalogue: keys by error_templates --update
+        outputs[errors.with_name("errors.zh-TW.json")] = error_templates.traditional(
+            json.loads(errors.read_text(encoding="utf-8")), convert)
     readme = paths.root / "README.zh-CN.md"
     if readme.exists():
         outputs[paths.root / "README.zh-TW.md"] = traditional_readme(
