@@ -81,6 +81,8 @@ def test_activation_memory_korthikanti_table_2():
     assert f(s, b, h, a, tp=t, recompute="selective") == sbh * (10 + 24 / t)
     assert f(s, b, h, a, tp=t, sequence_parallel=True, recompute="selective") == sbh * 34 / t
     assert f(s, b, h, a, tp=t, recompute="full") == 2 * sbh
+    # with SP the layer's input is the sequence shard, as the planner keeps it
+    assert f(s, b, h, a, tp=t, sequence_parallel=True, recompute="full") == 2 * sbh / t
     assert f(s, b, h, a, tp=1, sequence_parallel=True) == f(s, b, h, a)
 
 
@@ -183,8 +185,20 @@ def test_activation_memory_widget_responds(capsys):
     box.sequence_parallel.value = True
     assert _text(box) != before
     box.recompute.value = "full"
-    expected = M.activation_memory_per_layer(2048, 1, 12288, 96, tp=8, recompute="full")
+    expected = M.activation_memory_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True,
+                                             recompute="full")
     assert f"{expected / M.GB:,.3f} GB per layer" in _text(box)
     capsys.readouterr()
     box.heads.value = -1
     assert "Invalid input" in capsys.readouterr().out
+
+
+def test_full_recomputation_agrees_with_the_planner_under_sequence_parallelism():
+    from companion.planner import MODELS
+    from companion.planner.memory_model import block_activation_bytes
+
+    spec = MODELS["Llama-3 70B"]
+    for t in (1, 2, 8):
+        textbook = M.activation_memory_per_layer(spec.seq_len, 1, spec.hidden, spec.heads,
+                                                 tp=t, sequence_parallel=True, recompute="full")
+        assert textbook == block_activation_bytes(spec, spec.seq_len, 1, tp=t, recompute="full")

@@ -126,7 +126,10 @@ def activation_memory_per_layer(seq_len, batch, hidden, heads, tp=1,
     * tensor + sequence parallel: s b h / t (34 + 5 a s / h)
     * ``recompute="selective"`` drops the attention term 5 a s / h (the softmax and its
       dropout are recomputed in backward);
-    * ``recompute="full"`` keeps only each layer's input, 2 s b h.
+    * ``recompute="full"`` keeps only each layer's input: 2 s b h, the paper's row, or
+      2 s b h / t with sequence parallelism, whose layer input is already the sequence
+      shard (Megatron-LM checkpoints that shard; the planner counts the same, notebooks
+      09 and 12).
 
     By block the 34 are attention 11, MLP 19 and the two LayerNorms 4 (the paper's
     Section 4.1). Tensor parallelism divides 24 of them by t; the other 10 (LayerNorm
@@ -150,7 +153,7 @@ def activation_memory_per_layer(seq_len, batch, hidden, heads, tp=1,
     s, b, h, a, t = seq_len, batch, hidden, heads, tp
     sbh = s * b * h
     if recompute == "full":
-        return 2.0 * sbh
+        return 2.0 * sbh / (t if sequence_parallel else 1)
     attention = 0.0 if recompute == "selective" else 5.0 * a * s / h
     if sequence_parallel:
         return sbh / t * (34 + attention)
