@@ -167,4 +167,15 @@ NOTEBOOK_ZH_CN = {
     "{name}, 2x2 mesh, {label}: solver vs Megatron": "{name}，2x2 网格，{label}：求解器对比 Megatron",
     "stage slicing: DP vs equal layers, Llama-3.2 1B on 8 GPUs":
         "阶段切分：动态规划对比等层数切分，8 块 GPU 上的 Llama-3.2 1B",
+    # notebook 07
+    "dense momentum SGD": "稠密动量 SGD",
+    "momentum correction": "动量修正",
+    "+ momentum correction": "+ 动量修正",
+    "+ local clipping": "+ 局部梯度裁剪",
+    "+ factor masking": "+ 动量因子掩码",
+    "+ warm-up": "+ 预热",
+    "32-bit index, prune everything": "32 位索引，全部张量都剪枝",
+    "32-bit index, vectors dense": "32 位索引，向量保持稠密",
+    "16-bit index, prune everything": "16 位索引，全部张量都剪枝",
+    "16-bit index, vectors dense": "16 位索引，向量保持稠密",
 }
