@@ -30,11 +30,23 @@ routing ``(k-1)/EP`` of them stay on NVLink in the node and ``(EP-k)/EP`` cross 
 its own NIC. DeepSeek-V3's node-limited routing sends a token over InfiniBand at most
 once per node, to at most ``max_route_nodes`` nodes, and forwards it inside the node
 over NVLink (§2.1.2, §3.2.2). All peers are sent to at once: one latency per level.
+
+**What an MoE block sends under TP** (Megatron-Core's all-to-all dispatcher,
+``megatron/core/transformer/moe/token_dispatcher.py``: permute, all-to-all in EP,
+all-gather in ETP, experts, reduce-scatter in ETP, all-to-all in EP). Megatron requires
+sequence parallelism with MoE and TP > 1, so a rank routes its own ``seq / (tp * cp)``
+tokens. The attention's all-gather and reduce-scatter in the TP group stay; the MLP's
+pair is gone, except for shared experts, split like the attention
+(``moe/shared_experts.py``); the routed experts' traffic is the EP all-to-all and,
+with ETP > 1, the gather of the routed tokens in the ETP group
+(:meth:`Mesh.moe_layer_bytes`). The router's per-expert token counts and the routing
+probabilities (one number per routed token) are left out: under 0.1 % of the bytes.
 """
 from __future__ import annotations
 
 from ..sequence_parallel.ring import attention_bytes
 from ..validation import positive_int, positive_number
+from .comm import _tp_calls
 from .links import layout_collective_time
 
 __all__ = ["axis_layout", "all_to_all_time", "Mesh"]
@@ -121,6 +133,28 @@ class Mesh:
         n = layers * microbatches
         return per_layer_bytes * n, total_t * n, (fwd + bwd) * n
 
+    def moe_layer_bytes(self, micro_batch: int, recompute: str = "selective") -> dict:
+        """Payload bytes one rank hands to collectives per MoE block and micro-batch,
+        forward and backward, as Megatron-Core's all-to-all dispatcher sends them:
+        ``"tp"``, the attention's all-gather and reduce-scatter in the TP group (and the
+        shared experts', split like the attention), each pair counted as one all-reduce
+        of the block's activation, as ``planner.comm`` counts TP; ``"ep"``, the four
+        all-to-alls in the EP group (dispatch and combine, forward and backward) of the
+        rank's ``seq / (tp * cp)`` tokens, each sent to ``top_k`` experts; ``"etp"``, with
+        ETP > 1, the all-gather of the routed tokens in the ETP group and the
+        reduce-scatter of the experts' output, counted like TP. Full recomputation
+        repeats the forward ones. 16-bit activations."""
+        m = self.model
+        if not m.is_moe:
+            return {"tp": 0, "ep": 0, "etp": 0}
+        forwards = 2 if recompute == "full" else 1
+        tokens = micro_batch * m.seq_len / (self.cp * self.tp)
+        routed = tokens * m.top_k * m.capacity_factor * m.hidden * 2
+        activation = micro_batch * m.seq_len // self.cp * m.hidden * 2
+        return {"tp": _tp_calls(m, True, recompute) * activation if self.tp > 1 else 0,
+                "ep": 2 * (forwards + 1) * routed if self.ep > 1 else 0,
+                "etp": (forwards + 1) * routed * self.etp if self.etp > 1 else 0}
+
     def ep_traffic(self, micro_batch: int, microbatches: int, moe_layers: int,
                    recompute: str) -> tuple[float, float]:
         """``(bytes dispatched per step, seconds of all-to-all)`` for ``moe_layers``
@@ -138,7 +172,8 @@ class Mesh:
                      * min(m.max_route_nodes, distinct) * (nodes - 1) / nodes)
         one = all_to_all_time(nbytes, self.cluster, per_node, nodes, inter)
         calls = (4 + (2 if recompute == "full" else 0)) * moe_layers * microbatches
-        return nbytes * calls, one * calls
+        sent = self.moe_layer_bytes(micro_batch, recompute)["ep"] * moe_layers * microbatches
+        return sent, one * calls
 
     def etp_traffic(self, micro_batch: int, microbatches: int, moe_layers: int,
                     recompute: str) -> float:

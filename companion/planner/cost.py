@@ -33,7 +33,7 @@ from ..pipeline import bubble_fraction
 from . import memory_model
 from .axes import Mesh, in_flight
 from .cluster_spec import ClusterSpec
-from .comm import comm_bytes_per_step
+from .comm import _stage_tp_calls, comm_bytes_per_step
 from .compute import compute_time, score_traffic_time
 from .feasibility import check_config, structural_reason
 from .links import collective_time, group_collective_time, layout_collective_time, pp_link
@@ -144,7 +144,7 @@ def evaluate(model: ModelSpec, cluster: ClusterSpec, global_batch: int, dp: int,
     if attention == "materialized":
         compute += score_traffic_time(model, cluster, plan, global_batch)
     plan.tp_inter_node = tp > cluster.gpus_per_node
-    times = {"compute": compute, "tp_comm": _tp_time(cluster, plan, wire, max(counts)),
+    times = {"compute": compute, "tp_comm": _tp_time(model, cluster, plan),
              "pp_comm": _pp_time(cluster, plan, mesh, wire)}
     cp_bytes, ep_bytes = _cp_ep_times(model, plan, mesh, counts, achieved, times)
     dp_time = _dp_time(cluster, plan, mesh, max(counts), dense_params, expert_params)
@@ -188,14 +188,17 @@ def _memory(model, plan, mesh, counts, dense_params, expert_params, reserve_gb) 
     return used
 
 
-def _tp_time(cluster, plan, wire, layers_per_stage) -> float:
-    # Per block and micro-batch, 2 all-reduces forward and 2 backward (with sequence
-    # parallelism: all-gathers and reduce-scatters of the same total bytes).
+def _tp_time(model, cluster, plan) -> float:
+    # Per dense block and micro-batch, 2 all-reduces of one activation forward and 2
+    # backward (with sequence parallelism: all-gathers and reduce-scatters of the same
+    # bytes); an MoE block only the attention's, and its shared experts' (planner.comm).
+    # The slowest stage is the one with the most of them.
     if plan.tp == 1:
         return 0.0
-    calls = (4 + (2 if plan.recompute == "full" else 0)) * layers_per_stage * plan.microbatches
-    return calls * group_collective_time("all_reduce", wire["tp"] / max(calls, 1), cluster,
-                                         plan.tp)
+    calls = plan.microbatches * max(_stage_tp_calls(model, plan.pp, s, plan.recompute,
+                                                    plan.stage_split) for s in range(plan.pp))
+    activation = plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACT_BYTES
+    return calls * group_collective_time("all_reduce", activation, cluster, plan.tp)
 
 
 def _pp_time(cluster, plan, mesh, wire) -> float:

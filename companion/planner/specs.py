@@ -206,6 +206,14 @@ class ModelSpec:
         counts[-1] -= 1
         return counts
 
+    def stage_moe_layers(self, stage: int, pp: int = 1, split: str | None = None) -> int:
+        """MoE blocks on pipeline ``stage`` (the first ``dense_layers`` blocks are dense)."""
+        if not self.is_moe:
+            return 0
+        counts = self.stage_layers(pp, split)
+        first = sum(counts[:stage])
+        return max(0, first + counts[stage] - max(first, self.dense_layers))
+
     def stage_param_parts(self, stage: int, pp: int = 1, tp: int = 1, vocab_parallel: bool = True,
                           ep: int = 1, etp: int = 1, split: str | None = None) -> tuple[int, int]:
         """``(non-expert, expert)`` parameters one rank of pipeline ``stage`` holds: the
@@ -221,8 +229,7 @@ class ModelSpec:
             raise ValueError(f"ep={ep} must divide the {self.experts} experts and etp={etp} "
                              f"the expert FFN ({self.expert_ffn}); pick divisors of both.")
         counts = self.stage_layers(pp, split)
-        first = sum(counts[:stage])
-        moe = max(0, first + counts[stage] - max(first, self.dense_layers)) if self.is_moe else 0
+        moe = self.stage_moe_layers(stage, pp, split)
         split_p, replicated = self.layer_params_split()
         total = (counts[stage] - moe) * (split_p // tp + replicated)
         experts = 0
