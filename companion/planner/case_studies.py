@@ -224,8 +224,9 @@ CASES = (
     CaseStudy("Mixtral 8x22B, ETP 1", "the lecture's reading: TP 4 for attention only",
          "Mixtral 8x22B", "config.json (mistralai/Mixtral-8x22B-v0.1)",
          "32 nodes, 256x H100", 256, {"tp": 4, "pp": 4, "ep": 8, "etp": 1, "zero": 1},
-         "the same guide, with --expert-tensor-parallel-size 1 (Megatron's advice for "
-         "fine-grained experts)", "as the row above",
+         "the same guide, with --expert-tensor-parallel-size 1 (Megatron-Core's MoE README: "
+         "prefer EP over TP for the experts; their TP at 1 'often gets better MFU')",
+         "as the row above",
          {"tp_options": (1, 2, 4, 8), "micro_batches": (1,), "chunk_options": (1, 2),
           "zero_stages": (1,), "etp_options": (1, 2, 4)}),
     CaseStudy("Qwen 3", "EP 32, PP 8, TP 2", "Qwen3 235B-A22B",
