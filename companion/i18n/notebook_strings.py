@@ -178,4 +178,15 @@ NOTEBOOK_ZH_CN = {
     "32-bit index, vectors dense": "32 位索引，向量保持稠密",
     "16-bit index, prune everything": "16 位索引，全部张量都剪枝",
     "16-bit index, vectors dense": "16 位索引，向量保持稠密",
+    # notebook 08
+    "home router, 100 Mbps": "家用路由器，100 Mbps",
+    "home router, 1 Gbps": "家用路由器，1 Gbps",
+    "fibre switch, 25 Gbps": "光纤交换机，25 Gbps",
+    "InfiniBand, 400 Gbps": "InfiniBand，400 Gbps",
+    "same machine": "同一台机器",
+    "data centre": "数据中心内",
+    "home Wi-Fi-like": "类似家庭 Wi-Fi",
+    "across a continent": "横跨一个大陆",
+    "across the Pacific": "横跨太平洋",
+    "sync SGD": "同步 SGD",
 }
