@@ -1,6 +1,6 @@
 """A toy mixture-of-experts layer and its expert-parallel version.
 
-Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``, last section).
+Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``, §6, mixture of experts).
 
 Routing follows Switch (top-1: the gate is the router probability) and GShard /
 Mixtral (top-2: the two probabilities renormalised). Each expert takes at most
