@@ -34,16 +34,32 @@ MAINLAND = {
     "默認": "預設", "質量": "品質", "簡體中文版": "繁體中文版", "通訊庫": "通訊函式庫",
     "本包": "本套件", "包中的": "套件中的", "擴充套件": "擴展 (s2twp's 扩展)",
     "筆記本電腦": "筆記型電腦", "這檯": "這臺", "印出出": "印出",
+    "訪問": "存取 (memory access)", "構建": "建構 / 建立", "顯式": "明確", "下拉框": "下拉式選單",
+    "寫盤": "寫入磁碟", "時間視窗": "時間區間 (視窗 is a GUI window)", "泊松": "卜瓦松",
+    "噪聲": "雜訊", "最小二乘": "最小平方", "方差": "變異數", "溢位容量": "超出容量",
+    "溢位的部分": "溢出的部分 (溢位 is a number's overflow)", "驅動自己的一塊": "驅動自己的一張",
+    "每個成員一塊": "每個成員一張", "一萬六千塊": "一萬六千張", "塊都跑滿": "張都跑滿",
+    "均已透過": "均已通過 (the checks passed)",
 }
 # OpenCC's segmentation errors: characters that are wrong wherever they stand here.
 WRONG_CHARACTERS = {"隻": "只", "髮": "發", "上覆制": "上複製", "覆現": "重現",
-                    "個數據": "個資料", "數據": "資料"}
-WRONG_PATTERNS = {r"(?<![公英海千])里(?!程)": "裡 (里 is a unit of distance)"}
+                    "個數據": "個資料", "數據": "資料", "複制": "複製", "鍾": "鐘 (牆鐘時間)",
+                    "舍入": "捨入", "活可干": "活可幹", "併為": "並為", "併發送": "並發送",
+                    "併發": "同時 / 並行", "併行": "平行"}
+WRONG_PATTERNS = {r"(?<![公英海千])里(?!程)": "裡 (里 is a unit of distance)",
+                  r"(?<![前\d])(?<!前 )\d+\s?位(?![元數置址於次])": "位元 (16 位元索引: a bit count)",
+                  r"(?<!這一)(?<!那一)(?<=[一每\d])\s?塊[^。，；：（）()、\n塊]{0,24}?(?:GPU|[HABV]100|網路卡)":
+                  "張 (a GPU or a NIC is counted with 張)",
+                  r"[\u4e00-\u9fff]kernel|kernel[\u4e00-\u9fff]": "a space between kernel and hanzi"}
 # Column and row: Taiwan writes 欄 for a column and 列 for a row; these are the mainland
 # order, which a Taiwan reader reads inverted.
 INVERTED = ("(?<!平)行平行", "按行", "行切分", "輸入行", "行和列", "(?<!平)行組")
 # One word, one sense: a GPU kernel is not a CPU core (both 核心 after s2twp).
-KERNEL_AS_CORE = ("GPU 核心", "CUDA 核心", "融合核心", "核心啟動", "核心效率")
+KERNEL_AS_CORE = ("GPU 核心", "CUDA 核心", "融合核心", "核心啟動", "核心效率", "核心函式庫",
+                  "高吞吐核心", "低延遲核心", "核心只發送", "搬運它們的核心", "core）核心",
+                  "不確定性的核心")
+# A line of output stays 行 (Taiwan writes 行 for a line too).
+LINE_AS_ROW = ("進度列",)
 
 
 def _notebook_texts():
@@ -116,6 +132,10 @@ def test_a_gpu_kernel_is_not_written_as_a_cpu_core():
     assert not _hits(KERNEL_AS_CORE, _all_texts())
 
 
+def test_a_line_of_output_is_not_written_as_a_row():
+    assert not _hits(LINE_AS_ROW, _all_texts())
+
+
 @pytest.mark.parametrize("simplified, traditional", [
     ("fc1 列并行，fc2 行并行", "fc1 欄平行，fc2 列平行"),   # column, row
     ("按列切分；按行切分", "按欄切分；按列切分"),
@@ -126,6 +146,19 @@ def test_a_gpu_kernel_is_not_written_as_a_cpu_core():
     ("仿真时间与模拟器", "仿真時間與模擬器"),      # emulated and simulated stay apart
     ("GPU 内核和 2 个 CPU 核心", "GPU kernel 和 2 個 CPU 核心"),
     ("“引号”里只有一块 GPU", "「引號」裡只有一張 GPU"),
+    ("在 4 块以 NVLink 相连的 GPU 上；每块 400 Gb/s 的网卡", "在 4 張以 NVLink 相連的 GPU 上；每張 400 Gb/s 的網路卡"),
+    ("对这一块做全规约（每个 rank 经由自己的网卡", "對這一塊做全歸約（每個 rank 經由自己的網路卡"),
+    ("所有自检均已通过（1 s）", "所有自檢均已通過（1 s）"),
+    ("每块 GPU 都通过 NVLink 连接", "每張 GPU 都透過 NVLink 連線"),
+    ("16 位索引，1 位元组", "16 位元索引，1 位元組"),
+    ("墙钟时间与舍入误差", "牆鐘時間與捨入誤差"),
+    ("DeepEP 的高吞吐内核，一次内核启动", "DeepEP 的高吞吐 kernel，一次 kernel 啟動"),
+    ("中断内核（■ 按钮）", "中斷核心（■ 按鈕）"),          # a Jupyter kernel stays 核心
+    ("传入 0 表示不打印进度行", "傳入 0 表示不列印進度行"),
+    ("结果被复制", "結果被複製"),
+    ("SHA-256 的前 12 位；32 位索引", "SHA-256 的前 12 位；32 位元索引"),   # 12 hex digits, not bits
+    ("接收 N-1 个张量并发送；DeepSeek 并发执行", "接收 N-1 個張量並發送；DeepSeek 同時執行"),
+    ("停止内核，在内核里", "停止核心，在核心裡"),
 ])
 def test_the_converter_on_sentences_a_reader_checked(simplified, traditional):
     assert zh_tw.converter()(simplified) == traditional

@@ -38,12 +38,18 @@ SOURCE_TERMS = {
     "GPU 内核": "GPU kernel", "CUDA 内核": "CUDA kernel", "融合内核": "融合 kernel",
     "张量核心内核": "Tensor Core kernel", "真实的内核": "真實的 kernel",
     "DualPipe 的内核": "DualPipe 的 kernel", "内核启动": "kernel 啟動",
-    "内核效率": "kernel 效率",
+    "内核效率": "kernel 效率", "张量核心（tensor core）内核": "張量核心（tensor core）kernel",
+    "内核": "kernel",
+    # a Jupyter kernel is 核心, as Jupyter's own zh-TW interface writes it
+    "中断内核": "中斷核心", "全新的内核": "全新的核心", "正在运行的内核": "正在執行的核心",
+    "笔记本内核": "筆記本核心", "笔记本的内核": "筆記本的核心", "从内核中": "從核心中",
+    "内核自动": "核心自動", "内核的工作目录": "核心的工作目錄", "停止内核": "停止核心",
+    "在内核里": "在核心裡", "让内核崩溃": "讓核心當掉", "脱离内核": "脫離核心",
 }
 
 # Where 行 is a line of text or code, or part of a word, not a table's or matrix's row.
 LINE_SENSE = ("出错的那一行", "输出的第一行", "几十行", "打印的第一行", "判定的第一行",
-              "行号", "行不通", "也能行", "不行", "就行", "一行代码", "行内")
+              "行号", "行不通", "也能行", "不行", "就行", "一行代码", "行内", "进度行")
 _ROW = re.compile(r"(?<![并执运进流可实举先同例发航旅步平自推试另践银单])行"
                   r"(?![为动业程事驶走李人政不号内])")
 _COLUMN = re.compile(r"(?<![序排并队罗陈系])列(?![表出举入为了])")
@@ -66,10 +72,18 @@ TAIWAN = (
     ("擴充套件", "擴展"), ("筆記本電腦", "筆記型電腦"), ("這檯", "這臺"), ("到這檯", "到這臺"), ("運行", "執行"),
     ("實現", "實作"), ("文本", "文字"), ("默認", "預設"), ("演示", "簡報"),
     ("報錯", "出錯"), ("拖動", "拖曳"), ("滑塊", "滑桿"), ("所有依賴", "所有相依套件"),
-    ("上通過 gloo", "上透過 gloo"),
+    ("上通過 gloo", "上透過 gloo"), ("訪問", "存取"), ("構建", "建構"), ("顯式", "明確"),
+    ("下拉框", "下拉式選單"), ("寫盤", "寫入磁碟"), ("時間視窗", "時間區間"),
+    ("泊松", "卜瓦松"), ("噪聲", "雜訊"), ("最小二乘", "最小平方"), ("方差", "變異數"),
+    ("溢位的部分", "溢出的部分"), ("溢位容量", "超出容量"),   # tokens over capacity, not a number's overflow
+    # the measure word for a GPU or a NIC where the noun is left out
+    ("驅動自己的一塊", "驅動自己的一張"), ("每個成員一塊", "每個成員一張"),
+    ("只驅動 4 塊", "只驅動 4 張"), ("一萬六千塊", "一萬六千張"), ("} 塊都跑滿", "} 張都跑滿"),
     # s2twp's segmentation errors
     ("隻", "只"), ("上覆制", "上複製"), ("覆制", "複製"), ("覆現", "重現"),
-    ("髮", "發"), ("個數據", "個資料"), ("數據", "資料"),
+    ("髮", "發"), ("個數據", "個資料"), ("數據", "資料"), ("複制", "複製"), ("牆鍾", "牆鐘"),
+    ("舍入", "捨入"), ("活可干", "活可幹"),
+    ("併為", "並為"), ("張量併發送", "張量並發送"), ("併發執行", "同時執行"), ("**併發**執行", "**同時**執行"), ("併行", "平行"),
     # a notebook's cell (單元 alone stays: an FSDP unit, a hidden unit)
     ("程式碼單元", "程式碼儲存格"), ("markdown 單元", "markdown 儲存格"), ("自檢單元", "自檢儲存格"),
     ("上（每塊", "上（每張"), ("每個節點 8 塊）", "每個節點 8 張）"),
@@ -78,15 +92,19 @@ TAIWAN = (
 )
 # The measure word: Taiwan counts GPUs and network cards with 張 and chips with 顆
 # (s2twp keeps the mainland's 塊, which stays for a chunk of a tensor).
-_CARD = re.compile(r"塊(?=\s*(?:GPU|TPU|[HABV]\d00|網路卡|\d+\s*GB))")
+_CARD = re.compile(r"塊(?=\s*(?:GPU|TPU|[HABV]\d00|網路卡|\d+\s*GB))"
+                   r"|(?<!這一)(?<!那一)(?:(?<=[一每\d])|(?<=\d\s))塊(?=[^。，；：（）()、\n塊]{1,24}?(?:GPU|[HABV][18]00|網路卡))")
 _CHIP = re.compile(r"塊(?=\s*晶片)")
 _LI = re.compile(r"(?<![公英海千])里(?![程])")
 # 通過 is "by way of" (Taiwan: 透過) unless a test or a check passes
-_VIA = re.compile(r"(?<![不沒未算部就次樣上有])通過(?![。，：了；！、）」”\"'\n]|$)")
+_VIA = re.compile(r"(?<![不沒未算部就次樣上有已均])通過(?![。，：了；！、）」”\"'\n]|$)")
 _LIBRARY = re.compile(r"(?<![存料倉式])庫")   # a software library: 函式庫
 # a software package (包 alone), not 包含, 包括, 包裝 or 包起來: Taiwan writes 套件
 _PACKAGE = re.compile(r"(?<![打區])(?<!軟體)包(?![含括裝起打圍])")
 _LATIN_THEN_HAN = re.compile(r"(kernel)(?=[\u4e00-\u9fff])")
+_HAN_THEN_LATIN = re.compile(r"(?<=[\u4e00-\u9fff])(kernel)")
+# a bit count: Taiwan writes 位元 (16 位元索引), the mainland 位 (16 位索引)
+_BITS = re.compile(r"(?<![前\d])(?<!前 )(\d+)(\s?)位(?![元數置址於次])")   # not 前 12 位, digits
 _QUOTES = str.maketrans({"“": "「", "”": "」", "‘": "『", "’": "』"})
 
 
@@ -133,5 +151,7 @@ def converter():
             text = text.replace(mainland, taiwan)
         text = _PACKAGE.sub("套件", _CHIP.sub("顆", _CARD.sub("張", text)))
         text = _VIA.sub("透過", _LIBRARY.sub("函式庫", _LI.sub("裡", text)))
-        return _LATIN_THEN_HAN.sub(r"\1 ", text).translate(_QUOTES)
+        text = _BITS.sub(r"\1\2位元", text)
+        text = _HAN_THEN_LATIN.sub(r" \1", _LATIN_THEN_HAN.sub(r"\1 ", text))
+        return text.translate(_QUOTES)
     return convert
