@@ -65,8 +65,28 @@ def test_hierarchical_all_reduce_runs_from_the_shell_with_a_node_shape(tmp_path)
 def test_settings_are_python_literals():
     assert _parse_settings(["steps=10", "lr=0.5", "name=ring", "sizes=[1, 2]"]) == {
         "steps": 10, "lr": 0.5, "name": "ring", "sizes": [1, 2]}
-    with pytest.raises(SystemExit, match="key=value"):
+    with pytest.raises(ValueError, match="key=value"):   # main() shows it as a usage error
         _parse_settings(["oops"])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["grade", "--help"]])
+def test_the_help_speaks_chinese_and_english_is_argparse_own(argv, monkeypatch, capsys):
+    import companion.__main__ as cli
+    from companion.tools.english_runs import english_runs
+    monkeypatch.setenv("COMPANION_LANG", "zh-CN")
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    shown = capsys.readouterr().out
+    commands = cli.__doc__.split("\n\n")[1]   # the example command lines: code, as written
+    assert shown.startswith("用法：") and "选项" in shown, shown
+    assert english_runs(shown.replace(commands, "")) == [], shown
+    monkeypatch.setenv("COMPANION_LANG", "en")
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: ") and "show this help message and exit" in shown
+    if argv == ["--help"]:
+        assert cli.__doc__ in shown   # the description is the docstring, byte for byte
 
 
 def test_every_module_of_the_package_imports():

@@ -25,8 +25,6 @@ from companion.tools.english_runs import english_runs
 import test_bad_input as bad
 
 ROOT = Path(__file__).resolve().parents[1]
-# argparse's own refusals of a command line: the package raises no message there.
-ARGPARSE = {"cli/backend-unknown", "cli/unknown-command", "cli/set-malformed"}
 # Cases whose regex is English prose, not an argument's name: what the Chinese names instead.
 PROSE = {
     "grade/unknown-notebook": r"homework1\.ipynb", "colab_url/absolute": r"path",
@@ -41,7 +39,9 @@ PROSE = {
     "split_batch/dp-exceeds-batch": r"dp=16", "gradient_accumulation_demo/more-ranks-than-batch":
     r"dp=4", "measure_memory/moe": r"GQA", "Decoder/moe": r"GQA",
 }
-CASES = [c for c in bad.CASES if c.id not in ARGPARSE]
+# Every case, argparse's own refusals of a command line included ("invalid choice: ...",
+# found in the catalogue's "<argparse>" section): none is left English.
+CASES = bad.CASES
 
 
 def test_every_raised_template_has_a_translation_and_none_is_stale():
@@ -94,6 +94,31 @@ def test_each_bad_input_message_reads_as_chinese(case, language, messages):
     assert shown != english, f"no template matches {english!r}"
     assert english_runs(shown) == [], f"{shown!r} still has English"
     assert _named(case, shown), f"{shown!r} no longer names {case.match!r}"
+
+
+def test_every_bad_input_case_is_held_to_chinese():
+    assert len(CASES) == len(bad.CASES) and len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["run", "whoami", "--backend", "mpi"], "--backend"),
+    (["run", "whoami", "--set", "steps"], "--set"),
+    (["train"], "train"),
+    (["run"], "name"),
+    (["run", "whoami", "--bogus"], "--bogus"),
+])
+def test_the_command_line_refuses_in_chinese(argv, named, monkeypatch, capsys):
+    from companion.__main__ import main
+    monkeypatch.setenv("COMPANION_LANG", "zh-CN")
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "用法：python -m companion" in err and "：错误：" in err, err
+    assert english_runs(err) == [] and named in err, err
+    monkeypatch.setenv("COMPANION_LANG", "en")
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert ": error: " in capsys.readouterr().err   # argparse's own English, unchanged
 
 
 def test_english_is_unchanged(messages):

@@ -385,3 +385,6 @@ RUNTIME_ZH_CN = {
 from .display_strings import DISPLAY_ZH_CN  # noqa: E402  (the same table, continued)
 
 RUNTIME_ZH_CN.update(DISPLAY_ZH_CN)
+from .cli_strings import CLI_ZH_CN  # noqa: E402  (the same table, continued)
+
+RUNTIME_ZH_CN.update(CLI_ZH_CN)
