@@ -336,6 +336,14 @@ def test_drift_a_fragment_that_fills_in_other_fields_is_named(repo):
 # compares, looks up or passes on as a name.
 SHOWN_BY = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate"}
 SHOWN_AS = {"title", "xlabel", "ylabel", "label"}
+# Also the message of an exception the notebook's own code raises (notebook 00's failing
+# rank: ``raise ValueError("rank 1 found a NaN in its gradients")``), which the student
+# reads in the LaunchError and its traceback. Translated in the code rather than through
+# gettext so the English cell stays the two-line failure it teaches, with no i18n call in
+# the lesson's code; the package's catalogue cannot know a notebook's own sentence. Safe
+# only while no self-check reads the text, so every string an assert of the notebook
+# compares that such a message holds must survive in its translation ("NaN" does).
+RAISED = re.compile(r"\w*(Error|Exception)")
 
 
 def _shown_strings(code: str) -> list[tuple[int, int]]:
@@ -357,6 +365,9 @@ def _shown_strings(code: str) -> list[tuple[int, int]]:
                     isinstance(sub, ast.JoinedStr) or isinstance(sub.value, str)):
                 spans.append((at(sub.lineno, sub.col_offset), at(sub.end_lineno, sub.end_col_offset)))
     for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Raise):
+            for arg in _raised_messages(node):
+                add(arg)
         if isinstance(node, ast.Call):
             name = getattr(node.func, "attr", getattr(node.func, "id", None))
             if name in SHOWN_BY:
@@ -368,14 +379,66 @@ def _shown_strings(code: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _raised_messages(node) -> list:
+    """The literal arguments of ``raise SomeError("...")``."""
+    import ast
+    call = node.exc
+    if not isinstance(call, ast.Call):
+        return []
+    name = getattr(call.func, "attr", getattr(call.func, "id", None)) or ""
+    return [a for a in call.args if isinstance(a, (ast.Constant, ast.JoinedStr))] \
+        if RAISED.fullmatch(name) else []
+
+
+def _raised_texts(code: str) -> list[str]:
+    import ast
+    return [ast.unparse(arg) for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Raise)
+            for arg in _raised_messages(node)]
+
+
+def _compared_strings(sources) -> set[str]:
+    """Every string literal inside an assert of a notebook's code: what its self-checks read."""
+    import ast
+    found = set()
+    for code in sources:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Assert):
+                found |= {c.value for c in ast.walk(node.test)
+                          if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return found
+
+
+def _raised_text_problems(code: str, translated: str, compared: set[str]) -> list[str]:
+    """The strings a self-check compares that a raised message held in English and lost in
+    its translation."""
+    return [f"{text!r} of {english}" for english, chinese in
+            zip(_raised_texts(code), _raised_texts(translated))
+            for text in sorted(compared) if text in english and text not in chinese]
+
+
+def test_a_raised_message_may_be_translated_only_keeping_what_a_self_check_reads():
+    code = 'def f():\n    raise ValueError("rank 1 found a NaN in its gradients")\n'
+    at = code.index("rank 1")
+    assert any(a <= at < b for a, b in _shown_strings(code))
+    assert not _shown_strings('raise KeyError\nx = "rank 1 found"\n')   # not a message
+    keeps = code.replace("rank 1 found a NaN in its gradients", "rank 1 在它的梯度中发现了 NaN")
+    drops = code.replace("rank 1 found a NaN in its gradients", "rank 1 的梯度中出现了非数")
+    compared = _compared_strings(['assert "NaN" in str(caught), "the failing rank is named"'])
+    assert _raised_text_problems(code, keeps, compared) == []
+    assert _raised_text_problems(code, drops, compared) == [
+        "'NaN' of 'rank 1 found a NaN in its gradients'"]
+
+
 def test_every_translated_code_fragment_is_text_the_student_reads():
     import ast
     for path in ENGLISH:
         translation = drift.load_translation(ROOT / "translations" / "zh-CN" / f"{path.stem}.json")
-        sources = {c.id: c.source for c in nbformat.read(path, as_version=4).cells}
+        codes = {c.id: "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                                 for line in c.source.split("\n"))
+                 for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"}
+        compared = _compared_strings(codes.values())
         for cid, pairs in drift.code_strings(translation).items():
-            code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                              for line in sources[cid].split("\n"))
+            code = codes[cid]
             spans = _shown_strings(code)
             for en, _ in pairs:
                 at, hits = 0, []
@@ -387,6 +450,8 @@ def test_every_translated_code_fragment_is_text_the_student_reads():
                                      "strings a student reads (print, titles, labels); "
                                      "translate a longer, unique fragment")
             ast.parse(drift.translated_code(code, pairs))   # still Python
+            lost = _raised_text_problems(code, drift.translated_code(code, pairs), compared)
+            assert not lost, f"{path.name} cell {cid}: a self-check reads {lost}; keep it"
 
 
 def _edit_english(repo: Path, change) -> None:
