@@ -147,13 +147,18 @@ class Mesh:
         m = self.model
         if not m.is_moe:
             return {"tp": 0, "ep": 0, "etp": 0}
-        forwards = 2 if recompute == "full" else 1
-        tokens = micro_batch * m.seq_len / (self.cp * self.tp)
-        routed = tokens * m.top_k * m.capacity_factor * m.hidden * 2
         activation = micro_batch * m.seq_len // self.cp * m.hidden * 2
+        routed, passes = self._routed_bytes(micro_batch), _passes(recompute)
         return {"tp": _tp_calls(m, True, recompute) * activation if self.tp > 1 else 0,
-                "ep": 2 * (forwards + 1) * routed if self.ep > 1 else 0,
-                "etp": (forwards + 1) * routed * self.etp if self.etp > 1 else 0}
+                "ep": 2 * passes * routed if self.ep > 1 else 0,
+                "etp": passes * routed * self.etp if self.etp > 1 else 0}
+
+    def _routed_bytes(self, micro_batch: int) -> float:
+        """One dispatch's bytes: this rank's ``seq / (tp * cp)`` tokens, each sent to
+        ``top_k`` experts (padded to the capacity factor), 16-bit."""
+        m = self.model
+        return micro_batch * m.seq_len / (self.cp * self.tp) * m.top_k * m.hidden * 2 \
+            * m.capacity_factor
 
     def ep_traffic(self, micro_batch: int, microbatches: int, moe_layers: int,
                    recompute: str) -> tuple[float, float]:
@@ -163,7 +168,7 @@ class Mesh:
         if not m.is_moe or self.ep == 1 or not moe_layers:
             return 0.0, 0.0
         tokens = micro_batch * m.seq_len / (self.cp * self.tp)
-        nbytes = tokens * m.top_k * m.hidden * 2 * m.capacity_factor
+        nbytes = self._routed_bytes(micro_batch)
         per_node, nodes = self.ep_layout
         inter = None
         if m.max_route_nodes and nodes > 1:
@@ -171,9 +176,8 @@ class Mesh:
             inter = (tokens * m.hidden * 2 * m.capacity_factor
                      * min(m.max_route_nodes, distinct) * (nodes - 1) / nodes)
         one = all_to_all_time(nbytes, self.cluster, per_node, nodes, inter)
-        calls = (4 + (2 if recompute == "full" else 0)) * moe_layers * microbatches
-        sent = self.moe_layer_bytes(micro_batch, recompute)["ep"] * moe_layers * microbatches
-        return sent, one * calls
+        calls = 2 * _passes(recompute) * moe_layers * microbatches  # dispatch and combine
+        return nbytes * calls, one * calls
 
     def etp_traffic(self, micro_batch: int, microbatches: int, moe_layers: int,
                     recompute: str) -> float:
@@ -182,15 +186,20 @@ class Mesh:
         m = self.model
         if not m.is_moe or self.etp == 1 or not moe_layers:
             return 0.0
-        tokens = micro_batch * m.seq_len / (self.cp * self.tp) * m.top_k * m.capacity_factor
-        nbytes = tokens * m.hidden * 2 * self.etp
+        nbytes = self._routed_bytes(micro_batch) * self.etp
         per = sum(layout_collective_time(k, nbytes, self.cluster, *self.etp_layout)
                   for k in ("all_gather", "reduce_scatter"))
-        return per * (2 + (1 if recompute == "full" else 0)) * moe_layers * microbatches
+        return per * _passes(recompute) * moe_layers * microbatches
 
     def __repr__(self) -> str:
         return (f"Mesh(dp={self.dp}, tp={self.tp}, pp={self.pp}, cp={self.cp}, ep={self.ep}, "
                 f"etp={self.etp}, edp={self.edp})")
+
+
+def _passes(recompute: str) -> int:
+    """An MoE layer's dispatches per micro-batch, each way: forward and backward, and the
+    forward again under full recomputation."""
+    return 3 if recompute == "full" else 2
 
 
 def in_flight(pp: int, m: int, chunks: int, schedule: str) -> float:
