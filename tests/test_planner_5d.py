@@ -21,6 +21,7 @@ import dataclasses
 import pytest
 
 from companion import cheatsheet
+from companion.sequence_parallel.ring import ring_hops
 
 from companion.planner import memory_model
 from companion.planner import (CLUSTERS, MODELS, Mesh, all_to_all_time, axis_layout, evaluate,
@@ -85,8 +86,36 @@ def test_context_parallel_divides_activations_and_sends_ring_bytes():
     one_layer = 2 * cheatsheet.attention_bytes("ring", 1, 131072, kv, 16) + \
         cheatsheet.attention_bytes("ring", 1, 131072, kv, 16, phase="backward")
     assert p.comm_bytes["cp"] == pytest.approx(one_layer * 8 * p.microbatches)
-    # GQA keeps K and V small: the ring hides all of it behind the attention core.
-    assert p.times["cp_comm_exposed"] == 0 and p.times["cp_comm_total"] > 0
+    # The CP group (ranks 8 apart, 16 of them) spans two nodes, so a ring step is one
+    # NIC's point-to-point send of a K and a V block. Forward takes 15 hops, backward 15
+    # more and 16 of dK/dV. GQA keeps the blocks small, so the ring hides every hop
+    # behind a step's attention except the last dK/dV hop, which has nothing after it.
+    alpha, beta = BIG.link(True)
+    hop = alpha + 2 * (131072 // 16) * kv * 2 / beta
+    blocks = 8 * p.microbatches
+    assert p.times["cp_comm_total"] == pytest.approx((2 * 15 + 15 + 16) * hop * blocks)
+    assert p.times["cp_comm_exposed"] == pytest.approx(hop * blocks)
+
+
+def test_ring_hops_count_the_ring_attention_bytes():
+    for cp in (2, 4, 16):
+        block = 2 * 1 * (4096 // cp) * 128 * 2   # a K and a V block, 16-bit
+        assert cheatsheet.attention_bytes("ring", 1, 4096, 128, cp) == ring_hops(cp) * block
+        assert cheatsheet.attention_bytes("ring", 1, 4096, 128, cp, phase="backward") == \
+            ring_hops(cp, "backward") * block
+
+
+def test_a_slow_ring_step_is_exposed_hop_by_hop():
+    # A CP ring whose hops outlast its attention steps: each forward hop exposes what it
+    # takes beyond one step, each backward step what its two hops take beyond two steps.
+    mesh = Mesh(LLAMA_128K, BIG, 8, 8, 16, 16, 1, 1)
+    alpha, beta = BIG.link(True)
+    kv = LLAMA.kv_dim // 8
+    hop = alpha + 2 * (131072 // 16) * kv * 2 / beta
+    step = hop / 4
+    _, total, exposed = mesh.cp_traffic(1, 1, 1, "selective", step * 16)
+    assert total == pytest.approx((15 + 31) * hop)
+    assert exposed == pytest.approx(15 * (hop - step) + 15 * (2 * hop - 2 * step) + hop)
 
 
 def test_llama3_balances_first_and_last_stage():

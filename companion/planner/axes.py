@@ -15,13 +15,18 @@ Taught in notebook 12 (``notebooks/12_auto_parallelism.ipynb``, the 5D planner).
 :func:`axis_layout` says how many members of a group share a node; the collective's
 time then follows ``planner.links`` (NVLink inside, one NIC per member across).
 
-**Context parallelism** (ring attention, notebook 06): per layer and micro-batch each
-CP rank needs the K and V of the whole sequence,
-``sequence_parallel.ring.attention_bytes("ring", ...)`` with the K/V width (GQA's kv
-heads, MLA's latent). Forward is an all-gather of K and V, backward one more
-all-gather and a reduce-scatter of dK and dV. The ring passes each block while the
-previous block's attention is computed, so only what exceeds that layer's
-attention-core compute is exposed. Activations divide by CP.
+**Context parallelism** (ring attention, notebook 06): per layer and micro-batch a CP
+rank passes its K and V block to the next rank ``ring_hops`` times,
+``sequence_parallel.ring.attention_bytes("ring", ...)`` in all, with the K/V width (GQA's
+kv heads, MLA's latent): forward ``CP - 1`` hops, backward ``CP - 1`` more and ``CP`` hops
+of dK and dV. Each hop is one point-to-point send that travels while a block of
+attention is computed (:meth:`Mesh.cp_traffic`), so only what exceeds one ring step's
+attention-core compute is exposed, plus the last dK/dV hop. Megatron-Core's default
+(``cp_comm_type="p2p"``, TransformerEngine) runs this ring. Llama 3 all-gathers K and V
+instead (arXiv 2407.21783 §3.3.2), accepting that the gather is exposed because GQA keeps
+K and V small: the same forward bytes, and backward the gather again and a reduce-scatter
+of dK and dV, one block fewer than the ring. The planner does not model that variant.
+Activations divide by CP.
 
 **Expert parallelism**: per MoE layer and micro-batch, two all-to-alls forward
 (dispatch, combine) and two backward (two more with full recomputation). A rank
@@ -44,7 +49,7 @@ probabilities (one number per routed token) are left out: under 0.1 % of the byt
 """
 from __future__ import annotations
 
-from ..sequence_parallel.ring import attention_bytes
+from ..sequence_parallel.ring import attention_bytes, ring_hops
 from ..validation import positive_int, positive_number
 from .comm import _tp_calls
 from .links import layout_collective_time
@@ -113,25 +118,38 @@ class Mesh:
     def cp_traffic(self, micro_batch: int, microbatches: int, layers: int, recompute: str,
                    attn_core_forward: float) -> tuple[float, float, float]:
         """``(bytes sent per step, seconds of CP traffic, seconds exposed)`` for ``layers``
-        blocks. ``attn_core_forward`` is one layer's attention-core forward time for one
-        micro-batch; backward is twice it; the ring hides traffic behind it."""
+        blocks, ring attention as notebook 06 builds it (the module docstring).
+        ``attn_core_forward`` is one layer's attention-core forward time for one
+        micro-batch; a ring step computes one CP-th of it (backward twice that)."""
         if self.cp == 1:
             return 0.0, 0.0, 0.0
-        m, c = self.model, self.cluster
+        m, p = self.model, self.cp
         kv_width = max(1, m.kv_dim // self.tp) if not m.mla else m.kv_dim
-        fwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp)
-        bwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, self.cp,
+        fwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, p)
+        bwd_bytes = attention_bytes("ring", micro_batch, m.seq_len, kv_width, p,
                                     phase="backward")
-        kv = 2 * micro_batch * m.seq_len * kv_width * 2   # K and V, whole sequence
-        gather = layout_collective_time("all_gather", kv, c, *self.cp_layout)
+        hop = self._ring_hop_time(fwd_bytes / ring_hops(p))
+        step = attn_core_forward / p
         forwards = 2 if recompute == "full" else 1
-        fwd = forwards * max(0.0, gather - attn_core_forward)
-        bwd_t = gather + layout_collective_time("reduce_scatter", kv, c, *self.cp_layout)
-        bwd = max(0.0, bwd_t - 2 * attn_core_forward)
+        # Forward: while block j is computed the next K/V block travels, so each of the
+        # p - 1 hops hides behind one step. Backward: a step's K/V hop and the previous
+        # step's dK/dV hop share the link during that step's (twice as long) compute; the
+        # last dK/dV hop brings the gradients home after the last step, with nothing left
+        # to hide behind.
+        fwd_exposed = ring_hops(p) * max(0.0, hop - step)
+        bwd_exposed = (p - 1) * max(0.0, 2 * hop - 2 * step) + hop
         per_layer_bytes = forwards * fwd_bytes + bwd_bytes
-        total_t = forwards * gather + bwd_t
+        total_t = (forwards * ring_hops(p) + ring_hops(p, "backward")) * hop
         n = layers * microbatches
-        return per_layer_bytes * n, total_t * n, (fwd + bwd) * n
+        return per_layer_bytes * n, total_t * n, (forwards * fwd_exposed + bwd_exposed) * n
+
+    def _ring_hop_time(self, block_bytes: float) -> float:
+        """One ring step's point-to-point send of a K and a V block to the next CP rank.
+        All ranks send at once and the step lasts as long as its slowest hop: NVLink when
+        the CP group sits in one node, otherwise each rank's own NIC (the group's members
+        in a node send to different peers, one NIC each, as ``planner.links`` assumes)."""
+        alpha, beta = self.cluster.link(self.cp_layout[1] > 1)
+        return alpha + block_bytes / beta
 
     def moe_layer_bytes(self, micro_batch: int, recompute: str = "selective") -> dict:
         """Payload bytes one rank hands to collectives per MoE block and micro-batch,

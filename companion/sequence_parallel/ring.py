@@ -16,7 +16,7 @@ from ..collectives import log as comm_log
 from ..validation import one_of, positive_int
 from .ulysses import _rank_size
 
-__all__ = ["RingAttention", "ring_attention", "attention_bytes"]
+__all__ = ["RingAttention", "ring_attention", "attention_bytes", "ring_hops"]
 
 
 def _neighbours(group):
@@ -111,20 +111,30 @@ def ring_attention(q, k, v, causal: bool = True, group=None, trace: list | None 
     return RingAttention.apply(q, k, v, causal, group, trace)
 
 
+def ring_hops(p: int, phase: str = "forward") -> int:
+    """K/V-sized blocks one rank sends per attention layer in ring attention over ``p``
+    ranks: forward ``p - 1`` hops of its K and V block (the last block it receives is
+    never passed on); backward those ``p - 1`` again plus ``p`` hops of the dK and dV
+    accumulators, whose last hop brings each block's gradient home (``RingAttention``)."""
+    positive_int("p", p, "pass the number of ranks in the ring, at least 1.")
+    one_of("phase", phase, ("forward", "backward"))
+    return p - 1 if phase == "forward" else 2 * p - 1
+
+
 def attention_bytes(method: str, b: int, s: int, h: int, p: int, e: int = 2,
                     phase: str = "forward") -> float:
     """Bytes one rank sends per attention layer; ``N = b s h e`` is one of q, k, v over
     the whole sequence. Forward: Ulysses 4 (N/P)(P-1)/P (four all-to-alls), ring
     2 N (P-1)/P (P-1 hops of a K and a V block), Megatron TP 2 N (P-1)/P (one
-    all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV)."""
+    all-reduce). Backward: Ulysses the same, ring 2 N (2P-1)/P (K/V and dK/dV,
+    :func:`ring_hops`)."""
     one_of("method", method, ("ulysses", "ring", "tp"))
     one_of("phase", phase, ("forward", "backward"))
     for name, value in (("b", b), ("s", s), ("h", h), ("p", p), ("e", e)):
         positive_int(name, value, "sizes are whole numbers >= 1")
     n = b * s * h * e
-    forward = {"ulysses": 4 * n / p * (p - 1) / p, "ring": 2 * n * (p - 1) / p,
-               "tp": 2 * n * (p - 1) / p}
-    if phase == "forward":
-        return forward[method]
-    return {"ulysses": forward["ulysses"], "ring": 2 * n * (2 * p - 1) / p,
-            "tp": forward["tp"]}[method]
+    if method == "ring":
+        return ring_hops(p, phase) * 2 * n / p
+    if method == "tp":
+        return 2 * n * (p - 1) / p
+    return 4 * n / p * (p - 1) / p
