@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from ..i18n.errors import fields, parts
+from .error_flow import _argument, _callee, _carriers, _functions, _raises
 
 __all__ = ["templates", "needs_translation", "catalogue_problems"]
 
@@ -39,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "companion"
 CATALOGUE = PACKAGE / "i18n" / "data" / "errors.zh-CN.json"
 TRADITIONAL = PACKAGE / "i18n" / "data" / "errors.zh-TW.json"
-_RAISED = {"ValueError", "TypeError"}
 
 
 def _template(node, names: dict, seen=()) -> list[str]:
@@ -115,58 +115,6 @@ def _assignments(scope) -> dict:
             values = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
             names.setdefault(node.targets[0].id, []).extend(values)
     return names
-
-
-def _raises(scope):
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
-                and isinstance(node.exc.func, ast.Name) and node.exc.func.id in _RAISED \
-                and node.exc.args:
-            yield node.exc.args[0]
-
-
-def _callee(call: ast.Call) -> str | None:
-    func = call.func
-    return func.id if isinstance(func, ast.Name) else \
-        func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _functions(trees: dict):
-    for path, tree in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield path, node
-
-
-def _carriers(trees: dict) -> dict:
-    """function name -> {parameter name: position} of the parameters whose value reaches
-    a raised message, directly or through another such function (to a fixed point)."""
-    carriers: dict = {}
-    changed = True
-    while changed:
-        changed = False
-        for _path, fn in _functions(trees):
-            params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-            read = {n.id for msg in _raises(fn) for n in ast.walk(msg) if isinstance(n, ast.Name)}
-            for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
-                for p in carriers.get(_callee(call), {}):
-                    arg = _argument(call, p, carriers[_callee(call)][p])
-                    if isinstance(arg, ast.Name):
-                        read.add(arg.id)
-            mine = {p: params.index(p) - (1 if params[:1] == ["self"] else 0)
-                    for p in params if p in read}
-            if mine and carriers.get(fn.name, {}).keys() != (carriers.get(fn.name, {}) | mine).keys():
-                carriers[fn.name] = {**carriers.get(fn.name, {}), **mine}
-                changed = True
-    return carriers
-
-
-def _argument(call: ast.Call, name: str, position: int):
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    return call.args[position] if 0 <= position < len(call.args) \
-        and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]) else None
 
 
 def templates(package: Path = PACKAGE, tools: bool = True) -> dict[str, set[str]]:
