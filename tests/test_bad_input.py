@@ -50,6 +50,7 @@ from companion import planner as PL
 from companion.planner import decoder as PDEC, fit as PFIT, memory_model as PMM, published as PPUB
 from companion.planner import case_studies as PCASE
 from companion.planner import torch_memory as PTM
+from companion.sequence_parallel import ring as SPRING
 from companion import tensor_parallel as TP
 from companion.__main__ import main as cli
 from companion.collectives import demos, hierarchical as CH, primitives
@@ -252,6 +253,8 @@ CASES = [
     Case("tp_bytes_per_layer/t", CS.tp_bytes_per_layer, (1, 1, 1, 0), {}, ValueError, r"\bt\b"),
     Case("activation_closed_form/mode", CS.activation_closed_form, (1, 1, 1, 1, 1, "bogus"), {}, ValueError, "mode"),
     Case("attention_bytes/method", CS.attention_bytes, ("bogus", 1, 1, 1, 1), {}, ValueError, "method"),
+    Case("ring_hops/p", SPRING.ring_hops, (0,), {}, ValueError, r"\bp\b"),
+    Case("shown_reason/reason", PL.shown_reason, (None,), {}, TypeError, "reason"),
     Case("compressed_bytes/density", CS.compressed_bytes, ("dgc", 4, 4), {"density": 2.0}, ValueError, "density"),
     Case("measured_bytes/method", CS.measured_bytes, ("bogus", 4, 4), {}, ValueError, "method"),
     Case("dga_step_time/algorithm", CS.dga_step_time, ("bogus", 1.0, 1.0), {}, ValueError, "algorithm"),

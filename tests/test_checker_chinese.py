@@ -223,3 +223,28 @@ def test_a_wrong_pattern_on_real_ranks_reads_chinese(chinese, capsys):
     text = verdict.message
     assert "数值正确" in text and "该模式需要 1 次（一次集合通信就够了）" in text, text
     assert not english_runs(text) and ".。" not in text, text
+
+
+def test_a_package_error_inside_a_problem_reads_chinese(chinese):
+    # A precheck quotes the simulator's own ValueError and then where the student's
+    # function was defined, two fields in a row: both come out Chinese.
+    from companion.pipeline.ops import Op, Schedule
+    from companion.pipeline.simulate import simulate
+    stuck = Schedule("stuck", 2, 1, ((Op("B", 0), Op("F", 0)), (Op("F", 0), Op("B", 0))))
+    with pytest.raises(ValueError) as err:
+        simulate(stuck)
+    where = " (your my_1f1b, defined at Cell In[7], line 1)"
+    made_in_a_rank = i18n.gettext(" (your {name}, defined at {where})").format(
+        name="my_1f1b", where="Cell In[7], line 1")   # ranks speak the student's language
+    for tail in ("", where, made_in_a_rank):
+        text = reworded(f"at p=2, m=1 the simulator rejects your schedule: {err.value}{tail}")
+        assert english_runs(text) == [], text
+        assert "my_1f1b" in text if tail else "my_1f1b" not in text
+
+
+def test_a_prediction_refuses_a_word_in_chinese(chinese):
+    from companion.i18n.errors import message_of
+    for unit in ("", "ms"):
+        with pytest.raises(ValueError) as err:
+            predict.predict("How long?", unit=unit).lock("soon")
+        assert english_runs(message_of(err.value)) == [], message_of(err.value)

@@ -28,6 +28,7 @@ import torch
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from ..i18n import _, get_language
+from ..i18n.errors import translate_message
 from ..validation import positive_number
 
 __all__ = ["student_frame", "location", "defined_at", "difference", "show_tensor"]
@@ -217,8 +218,7 @@ def defined_at(candidate) -> str:
         found = _seen[0] if _seen else None
     if found is None or not is_students(found[0]):
         return ""
-    return _(" (your {name}, defined at {where})").format(
-        name=found[2], where=location(found[0], found[1]))
+    return _(_WHERE).format(name=found[2], where=location(found[0], found[1]))
 
 
 # ---- the checker's texts in the current language ----------------------------------------
@@ -247,6 +247,17 @@ def _templates() -> tuple:
     return tuple(t[1:] for t in sorted(found, key=lambda t: -t[0]))
 
 
+_WHERE = " (your {name}, defined at {where})"
+
+
+@functools.lru_cache(maxsize=None)
+def _suffix(template: str):
+    """A regex for a text that ends in :func:`defined_at`'s ``template``, filled in."""
+    fixed = [re.escape(p) for p in re.split(r"\{name\}|\{where\}", template)]
+    return re.compile(rf"(?P<text>.+){fixed[0]}(?P<name>[\w.]+){fixed[1]}(?P<where>.+?){fixed[2]}\Z",
+                      re.S)
+
+
 def reworded(text):
     """A problem the exercise modules wrote as an English f-string, in the current
     language: found again by the f-string's template (its key in the checker table), its
@@ -256,9 +267,17 @@ def reworded(text):
         return text
     if _(text) != text:
         return _(text)
+    # defined_at's suffix follows a field directly ("...: {exc}{where}"), where the
+    # template's lazy fields cannot tell them apart: reword the text before it alone.
+    for suffix in (_suffix(_WHERE), _suffix(_(_WHERE))):   # made in English or in a rank
+        found = suffix.match(text)
+        if found:
+            return reworded(found["text"]) + _(_WHERE).format(name=found["name"],
+                                                             where=found["where"])
     for regex, fields, key in _templates():
         found = regex.match(text)
         if found:
             values = {f: reworded(v) for f, v in reversed(list(zip(fields, found.groups())))}
             return _FIELD.sub(lambda m: values.get(m.group(1), m.group(1)), _(key))
-    return text
+    # A check may pass on a package function's own ValueError text (a precheck does).
+    return translate_message(text)

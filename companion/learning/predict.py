@@ -84,8 +84,9 @@ class Prediction:
             try:
                 value = float(value)
             except (TypeError, ValueError):
-                raise ValueError(f"value={value!r}: type a number"
-                                 + (f" (in {self.unit})" if self.unit else "")) from None
+                if self.unit:
+                    raise ValueError(f"value={value!r}: type a number (in {self.unit})") from None
+                raise ValueError(f"value={value!r}: type a number") from None
         self.value, self.locked = value, True
 
     def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0) -> bool | None:

@@ -9,6 +9,7 @@ from .axes import Mesh, all_to_all_time, axis_layout
 from .cluster_spec import ClusterSpec
 from .comm import comm_bytes_per_step
 from .cost import Plan, evaluate
+from .feasibility import shown_reason
 from .grading import critique, grade
 from .memory_model import Layout, predict_memory
 from .links import (collective_time, group_collective_time, group_layout, layout_collective_time,
@@ -21,4 +22,4 @@ __all__ = ["ModelSpec", "ClusterSpec", "MODELS", "CLUSTERS", "Plan", "evaluate",
            "collective_time", "powers_of_two_dividing", "comm_bytes_per_step", "grade",
            "critique", "group_layout", "group_collective_time", "pp_link", "MLA",
            "axis_layout", "all_to_all_time", "layout_collective_time", "Mesh", "Layout",
-           "predict_memory"]
+           "predict_memory", "shown_reason"]

@@ -105,6 +105,8 @@ def shown_reason(reason: str) -> str:
     """``reason`` (a ``Plan.reason``) in the reader's language; unchanged in English, or
     when it is none of the templates."""
     from ..i18n import gettext as tr
+    if not isinstance(reason, str):
+        raise TypeError(f"reason must be a Plan's reason (a str), got {type(reason).__name__}")
     global _PATTERNS
     if _PATTERNS is None:
         _PATTERNS = [(t, _pattern(t)) for t in REASON_TEMPLATES]

@@ -13,6 +13,7 @@ CALLS = {"_", "tr", "gettext"}
 # listed here so the completeness test covers them too.
 DYNAMIC = ("warm-up", "core", "stretch", "implement", "diagnose", "decide", "predict",
            "weights", "gradients", "optimizer state",
+           " (your {name}, defined at {where})",   # learning.feedback._WHERE
            "no parallelism", "TP + selective", "TP+SP + selective", "full recompute",
            "before: rank r holds tokens of shard r, all heads",
            "after all-to-all: rank r holds all tokens of its heads (attention runs locally)",
@@ -48,7 +49,17 @@ def literal_messages() -> dict[str, str]:
                                  f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     for message in DYNAMIC:
         found.setdefault(message, "companion/tools/scan.py DYNAMIC")
+    for message, where in looked_up_data():
+        found.setdefault(message, where)
     return found
+
+
+def looked_up_data() -> list[tuple[str, str]]:
+    """(text, where) for the words of the package's data tables that notebooks show
+    through ``gettext``: the case studies' rows and the published runs' sources."""
+    from companion.planner import case_studies, published
+    return [(t, "companion/planner/case_studies.py") for t in case_studies.shown_texts()] + \
+        [(r.source, "companion/planner/published.py") for r in published.RUNS]
 
 
 def placeholders(text: str) -> set[str]:
