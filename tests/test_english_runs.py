@@ -32,6 +32,16 @@ def test_visible_texts_reads_outputs_and_widget_state():
 
 
 @pytest.mark.ci   # starts a kernel (several seconds on 2 cores)
+def test_scripts_and_styles_in_html_are_not_read():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+    animation = ("<script>\n/* Define the Animation class */\nfunction Animation() {}\n"
+                 "</script><style>.anim { color: red } /* old browsers need this */</style>"
+                 "<div>动画</div>")
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data",
+                                                  data={"text/html": animation})]
+    assert [english_runs(t) for t in visible_texts(nb)] == [[]]
+
+
 def test_measure_executes_in_the_notebooks_folder(tmp_path):
     folder = tmp_path / "zh-CN"
     folder.mkdir()

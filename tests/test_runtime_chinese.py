@@ -236,9 +236,15 @@ def test_the_planner_shows_its_rejection_reasons_in_chinese(chinese):
                    "rejection reasons")
 
 
+def test_the_case_studies_and_published_runs_speak_chinese(chinese):
+    # Notebook 09 prints each row's sources and assumptions, notebook 12 each run's source.
+    from companion.tools.scan import looked_up_data
+    assert_chinese([i18n.gettext(t) for t, _where in looked_up_data()], "case studies")
+
+
 def test_the_cheatsheet_tables_speak_chinese(chinese):
     from companion import cheatsheet as cs
-    from companion.cheatsheet.rules import TABLE_TEXTS
+    from companion.cheatsheet.tables import TABLE_TEXTS
     labels = sorted(TABLE_TEXTS)
     reason = "TP=16 does not divide the 40 attention heads"
     table = cs.markdown_table(labels, [labels, [reason] + ["ring"] * (len(labels) - 1)])

@@ -20,6 +20,7 @@ from ..pipeline import bubble_fraction, peak_activations, simulate
 from ..pipeline.simulate import formula_text
 from ..sequence_parallel.ring import attention_bytes
 from ..validation import fraction, one_of, positive_int, positive_number
+from .tables import _
 
 
 __all__ = ["ALL_REDUCE_FORMULAS", "all_reduce_closed_form", "all_reduce_table",
@@ -176,11 +177,11 @@ def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str
 
 # --- 6. Gradient compression (notebook 07) -----------------------------------------------
 COMPRESSION_FORMULAS = {  # bytes on the wire for one n x m fp32 gradient matrix
-    "dense": "4nm",
-    "dgc": "8 ceil(d nm)  (int32 index + fp32 value per kept entry)",
-    "powersgd": "4 r (n + m)  (P is n x r, Q is m x r)",
-    "onebit": "nm/8 + 8m  (a sign bit per entry, two fp32 means per column)",
-    "terngrad": "nm/4 + 4  (2 bits per entry, one fp32 scale)",
+    "dense": "4nm",   # marked: markdown_table shows each in the reader's language
+    "dgc": _("8 ceil(d nm)  (int32 index + fp32 value per kept entry)"),
+    "powersgd": _("4 r (n + m)  (P is n x r, Q is m x r)"),
+    "onebit": _("nm/8 + 8m  (a sign bit per entry, two fp32 means per column)"),
+    "terngrad": _("nm/4 + 4  (2 bits per entry, one fp32 scale)"),
 }
 
 

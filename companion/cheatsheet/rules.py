@@ -1,6 +1,6 @@
 """The cheat-sheet's rules of thumb (the planner's, notebook 09; the roofline's, notebook
 10), the recorded run its traffic formulas are held against on real ranks, and its
-Markdown tables.
+Markdown tables (``markdown_table``, from :mod:`.tables`).
 
 Used by ``notebooks/cheatsheet.ipynb``.
 """
@@ -12,19 +12,10 @@ import torch
 
 from ..collectives import costmodel
 from ..validation import positive_int, positive_number, preflight
+from .tables import _, markdown_table
 
 __all__ = ["PLANNER_RULES", "recorded_run", "ROOFLINE_RULES", "roofline_closed_forms",
            "markdown_table"]
-
-_MARKED: set[str] = set()
-
-
-def _(message: str) -> str:
-    """Marks a message for the catalog (so the translation tests see it) and returns it
-    unchanged; :func:`markdown_table` translates every marked text when it shows it."""
-    _MARKED.add(message)
-    return message
-
 
 # (rule, why, where the planner encodes it, where the course teaches it)
 PLANNER_RULES = [
@@ -150,25 +141,3 @@ _LABELS = (
     _("EDP (planner.Mesh)"), _("CPU ranks behind notebook 10's emulated link (fp32)"),
     _("H100s across 16 nodes, their NICs (bf16)"), _("2 x 2 emulated, 1 MB"),
     _("4 x 8 H100, 1 GB"), _("the same layout with EP32"))
-TABLE_TEXTS = frozenset(_MARKED)   # the labels above and the rules' words
-
-
-def _shown(cell) -> str:
-    from ..i18n import gettext as tr
-    from ..planner.feasibility import shown_reason
-    text = str(cell)
-    if text in TABLE_TEXTS:
-        return tr(text)
-    # a configuration the planner rejects shows its reason in the MFU column
-    return shown_reason(text) if isinstance(cell, str) else text
-
-
-def markdown_table(headers, rows) -> str:
-    """A Markdown table (display it with ``IPython.display.Markdown``); the cheat-sheet's
-    headers and row labels (``TABLE_TEXTS``) and planner reasons in the reader's language."""
-    if not headers or any(len(row) != len(headers) for row in rows):
-        raise ValueError("rows: every row needs one cell per header (and headers must not "
-                         "be empty)")
-    lines = ["| " + " | ".join(map(_shown, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(_shown, row)) + " |" for row in rows]
-    return "\n".join(lines)

@@ -2,7 +2,7 @@
 Chinese, keyed by the English text like :mod:`.messages` (which merges this table into
 ``ZH_CN``, so every lookup, the zh-TW build and tests/test_translations.py see one table).
 Split from :mod:`.runtime_strings` by concept: these are the words of
-``companion.cheatsheet``'s computed tables (``rules.TABLE_TEXTS``) and of its index
+``companion.cheatsheet``'s computed tables (``tables.TABLE_TEXTS``) and of its index
 (``cheatsheet.index``). This module is a table of data: one entry per message.
 """
 
@@ -79,4 +79,13 @@ CHEATSHEET_ZH_CN = {
         "EP 的全对全（每个 token 去往 k 个专家，Z 个设备，每 g 个设备共享一个 W）",
     "expert width F > (C / W) g min(k, Z / g) (Z - g) / (Z k)":
         "专家宽度 F > (C / W) g min(k, Z / g) (Z - g) / (Z k)",
+    # ---- section 6's compression formulas (formulas.COMPRESSION_FORMULAS) ------------------
+    "8 ceil(d nm)  (int32 index + fp32 value per kept entry)":
+        "8 ceil(d nm)（每个保留的元素：一个 int32 索引 + 一个 fp32 值）",
+    "4 r (n + m)  (P is n x r, Q is m x r)":
+        "4 r (n + m)（P 为 n x r，Q 为 m x r）",
+    "nm/8 + 8m  (a sign bit per entry, two fp32 means per column)":
+        "nm/8 + 8m（每个元素一个符号位，每列两个 fp32 均值）",
+    "nm/4 + 4  (2 bits per entry, one fp32 scale)":
+        "nm/4 + 4（每个元素 2 位，外加一个 fp32 缩放因子）",
 }

@@ -6,7 +6,7 @@
 Executes each notebook as a student would (nbclient, the kernel in the notebook's folder,
 so a zh-CN or zh-TW folder makes the package speak its language) and counts, in what the
 student sees, the runs of three or more English words: printed text, rich outputs
-(HTML with its tags removed), tracebacks, and the widgets' state (labels, option labels,
+(HTML as a browser shows it: no tags, no scripts), tracebacks, and the widgets' state (labels, option labels,
 HTML values, what their Output widgets hold). Code, identifiers, numbers, units and the
 names that stay as they are (models, chips, methods) are not words here. The report
 lists, per notebook, the runs and how often each was seen, most frequent first.
@@ -50,6 +50,13 @@ def english_runs(text: str) -> list[str]:
     return runs
 
 
+def _html_text(markup: str) -> str:
+    """What a browser shows of ``markup``: no tags, and nothing of its scripts and styles
+    (matplotlib's animations ship a page of JavaScript with English comments)."""
+    markup = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", markup, flags=re.S | re.I)
+    return html.unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
 def _output_texts(output) -> list[str]:
     if output.get("output_type") == "stream":
         return [output.get("text", "")]
@@ -57,7 +64,7 @@ def _output_texts(output) -> list[str]:
         return [re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output.get("traceback", [])))]
     data = output.get("data", {})
     if "text/html" in data:
-        return [html.unescape(re.sub(r"<[^>]+>", " ", "".join(data["text/html"])))]
+        return [_html_text("".join(data["text/html"]))]
     return ["".join(data.get(kind, "")) for kind in ("text/markdown", "text/plain")
             if kind in data][:1]
 
@@ -74,7 +81,7 @@ def visible_texts(nb) -> list[str]:
         s = model.get("state", {})
         texts += [s.get("description", ""), " / ".join(map(str, s.get("_options_labels", [])))]
         if model.get("model_name") in ("HTMLModel", "LabelModel", "HTMLMathModel"):
-            texts.append(html.unescape(re.sub(r"<[^>]+>", " ", str(s.get("value", "")))))
+            texts.append(_html_text(str(s.get("value", ""))))
         texts += [t for output in s.get("outputs", []) for t in _output_texts(output)]
     return [t for t in texts if t]
 
