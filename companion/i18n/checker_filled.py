@@ -192,6 +192,12 @@ FILLED_ZH_CN = {
         "在 {name} 上，代价模型拒绝了它{where}：\n  {text}",
     "the planner cannot evaluate {config}: {err}":
         "规划器无法评估 {config}：{err}",
+    "cost model, on {next(iter(PROBLEMS))}: {text}\nin miniature on 4 ranks: "
+    "{hybrid.miniature_name(config['tp'], config['pp'])} with the tiny transformer trained "
+    "like one process and moved the bytes the planner predicts.":
+        "代价模型，在 {next(iter(PROBLEMS))} 上：{text}\n在 4 个 rank 上的缩小版："
+        "{hybrid.miniature_name(config['tp'], config['pp'])} 训练这个微型 Transformer 的结果与单进程"
+        "一致，传输的字节数与规划器预测的相同。",
     "called {summary(calls)}; this is arithmetic: no message is needed":
         "调用了 {summary(calls)}；这只是算术：不需要任何消息",
     "rank {rank} sent {len(sends)} and received {len(recvs)} message(s); a swap is one message "

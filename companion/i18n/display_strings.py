@@ -54,3 +54,8 @@ DISPLAY_ZH_CN = {
         "14 分钟（10 GPU 天的工作放到 1,024 块 GPU 上）是假设完美扩展的精确算术；"
         "TSM 在 Summit 上用 256 个节点时达到了它的 {efficiency:.0%}。",
 }
+
+
+from .case_strings import CASE_ZH_CN  # noqa: E402  (the same table, continued)
+
+DISPLAY_ZH_CN.update(CASE_ZH_CN)

@@ -189,4 +189,11 @@ NOTEBOOK_ZH_CN = {
     "across a continent": "横跨一个大陆",
     "across the Pacific": "横跨太平洋",
     "sync SGD": "同步 SGD",
+    # display names notebooks look up with gettext: 06 §6's two ways of sending a token,
+    # 09 §4's headings of a case study's notes
+    "one copy per expert": "每个专家一份副本",
+    "one copy per node": "每个节点一份副本",
+    "assumed": "假设",
+    "shape": "形状",
+    "cannot express": "无法表达",
 }

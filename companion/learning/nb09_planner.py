@@ -75,7 +75,7 @@ class _PlannerExercise(Exercise):
         self.passed_cost_model = None
         verdict = super()._judge(candidate)
         if verdict and self.passed_cost_model:
-            print(self.passed_cost_model)
+            print(reworded(self.passed_cost_model))
         return verdict
 
     def _check_configurations(self, candidate) -> str | None:

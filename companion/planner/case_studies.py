@@ -38,7 +38,7 @@ from .cost import Plan
 from .presets import CLUSTERS, MODELS
 from .search import plan as search
 
-__all__ = ["CaseStudy", "CaseResult", "CASES", "evaluate_case", "layout_label"]
+__all__ = ["CaseStudy", "CaseResult", "CASES", "evaluate_case", "layout_label", "shown_texts"]
 
 _FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "micro_batch", "chunks", "recompute",
            "tp*pp")
@@ -256,3 +256,11 @@ CASES = (
                 "that are a mixer or an MoE but not both, and MTP heads: the planner's "
                 "blocks are attention + MLP"),
 )
+
+
+def shown_texts() -> list[str]:
+    """The rows' words that notebook 09 prints, each looked up in the student's language
+    (``companion.i18n``; the rows themselves stay English)."""
+    fields = ("lecture", "shape_source", "layout_source", "assumed", "shape", "cannot",
+              "measured_source")
+    return list(dict.fromkeys(getattr(c, f) for c in CASES for f in fields if getattr(c, f)))
