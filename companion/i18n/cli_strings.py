@@ -40,4 +40,16 @@ CLI_ZH_CN = {
     "[torchrun] {n} ranks, {backend} backend: {reason}":
         "[torchrun] {n} 个 rank，{backend} 后端：{reason}",
     "per-rank results written to {out}": "每个 rank 的结果已写入 {out}",
+    # ---- python -m companion fit's options (planner/fit.py) --------------------------------
+    "a built-in model: {models}": "内置模型之一：{models}",
+    "GPUs in the job": "这次训练用的 GPU 数",
+    "tensor-parallel degree": "张量并行度",
+    "pipeline stages": "流水线阶段数",
+    "context-parallel degree": "上下文并行度",
+    "0 (nothing sharded) or 3 (FSDP)": "0（不切分）或 3（FSDP）",
+    "tokens per sequence": "每条序列的 token 数",
+    "sequences per micro-batch": "每个微批次的序列数",
+    "activation recomputation": "激活重计算",
+    "one of {gpus}": "以下之一：{gpus}",
+    "print the prediction only (no torch run)": "只打印预测（不运行 torch）",
 }

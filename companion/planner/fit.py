@@ -107,18 +107,22 @@ def format_report(report: FitReport) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``fit`` subcommand's options (``python -m companion fit --help``)."""
-    parser.add_argument("model", help=f"a preset: {', '.join(sorted(MODELS))}")
-    parser.add_argument("--gpus", type=int, required=True)
-    for name in ("tp", "pp", "cp"):
-        parser.add_argument(f"--{name}", type=int, default=1)
-    parser.add_argument("--zero", type=int, default=3, help="0 (nothing sharded) or 3 (FSDP)")
-    parser.add_argument("--seq", type=int, default=8192)
-    parser.add_argument("--micro-batch", type=int, default=1)
-    parser.add_argument("--recompute", default="selective", choices=RECOMPUTE)
-    parser.add_argument("--gpu", default="H100", help=f"one of {', '.join(ACCELERATORS)}")
+    parser.add_argument("model", help=_("a built-in model: {models}").format(
+        models=", ".join(sorted(MODELS))))
+    parser.add_argument("--gpus", type=int, required=True, help=_("GPUs in the job"))
+    for name, what in (("tp", _("tensor-parallel degree")), ("pp", _("pipeline stages")),
+                       ("cp", _("context-parallel degree"))):
+        parser.add_argument(f"--{name}", type=int, default=1, help=what)
+    parser.add_argument("--zero", type=int, default=3, help=_("0 (nothing sharded) or 3 (FSDP)"))
+    parser.add_argument("--seq", type=int, default=8192, help=_("tokens per sequence"))
+    parser.add_argument("--micro-batch", type=int, default=1, help=_("sequences per micro-batch"))
+    parser.add_argument("--recompute", default="selective", choices=RECOMPUTE,
+                        help=_("activation recomputation"))
+    parser.add_argument("--gpu", default="H100", help=_("one of {gpus}").format(
+        gpus=", ".join(ACCELERATORS)))
     parser.add_argument("--precision", default="bf16", choices=("bf16", "fp32"))
     parser.add_argument("--no-measure", action="store_true",
-                        help="print the prediction only (no torch run)")
+                        help=_("print the prediction only (no torch run)"))
 
 
 def main(args: argparse.Namespace) -> int:
