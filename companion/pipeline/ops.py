@@ -8,7 +8,7 @@ A schedule says nothing about time. It is ``ops[stage]``, a list of :class:`Op`
 (``executor.py``) both take that list and run it, so a schedule a student writes is
 checked by the same code that checks the built-in ones.
 
-Kinds follow the zero-bubble paper (Qi et al., 2023):
+Kinds follow the zero-bubble paper (Qi et al., ICLR 2024, arXiv:2401.10241):
 
 * ``F``: forward of one micro-batch through one chunk of layers;
 * ``B``: backward. In a schedule with ``split_backward=False`` it computes both the

@@ -64,7 +64,7 @@ def interleaved_1f1b(stages: int, microbatches: int, chunks: int = 2) -> Schedul
 
 
 def zb_h1(stages: int, microbatches: int) -> Schedule:
-    """ZB-H1 (Qi et al., 2023): 1F1B with the weight gradient W split off and postponed.
+    """ZB-H1 (Qi et al., 2024): 1F1B with the weight gradient W split off and postponed.
 
     In the steady state stage ``s`` repeats the triple ``(F_x, B_{x-(p-1-s)}, W_{x-(p-1)})``
     for ``x = 0, 1, ..., m+p-2``, skipping indices outside ``0..m-1``. B keeps 1F1B's
