@@ -7,7 +7,10 @@ in DTensor's terms: ``"R"`` (Replicate), ``"S0"`` / ``"S1"`` (Shard rows / colum
 ``"P"`` (Partial: every device holds a summand). A 1-D mesh has 1-tuples, ``("S1",)``; a
 2-D mesh pairs, ``("S0", "S1")``. A tensor dimension is sharded by at most one axis.
 
-A matmul ``y = x @ W`` on one mesh axis has Alpa's four strategies (its Table 2):
+A matmul ``y = x @ W`` on one mesh axis has these five strategies: the one-axis cases of
+the batched-matmul algorithms Alpa lists for a 2-D mesh (its Table 2: split the batch,
+an output dimension or the contracted one), plus ``rep``, which only
+``formulation="compute"`` offers (``autoparallel.ilp``: Alpa never replicates a matmul):
 
 =========  ======  ======  ====================  ==========  ==================
  name       x       W       y                     grad of x   grad of W

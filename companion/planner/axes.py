@@ -118,7 +118,9 @@ class Mesh:
     def cp_traffic(self, micro_batch: int, microbatches: int, layers: int, recompute: str,
                    attn_core_forward: float) -> tuple[float, float, float]:
         """``(bytes sent per step, seconds of CP traffic, seconds exposed)`` for ``layers``
-        blocks, ring attention as notebook 06 builds it (the module docstring).
+        blocks, ring attention with notebook 06's messages (the module docstring) and the
+        overlap of TransformerEngine's p2p ring, which sends dK/dV while the next block
+        computes (notebook 06's ``RingAttention`` waits for each dK/dV hop instead).
         ``attn_core_forward`` is one layer's attention-core forward time for one
         micro-batch; a ring step computes one CP-th of it (backward twice that)."""
         if self.cp == 1:

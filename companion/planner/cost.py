@@ -215,7 +215,8 @@ def _pp_time(cluster, plan, mesh, wire) -> float:
 def _cp_ep_times(model, plan, mesh, counts, achieved, times) -> tuple[float, float]:
     """Add the CP and EP seconds (total and exposed) to ``times``; return their bytes.
 
-    CP traffic (ring attention, planner.axes) hides behind the attention core; EP's
+    CP traffic (ring attention, planner.axes) hides behind the attention core, but for
+    its last dK/dV hop; EP's
     all-to-all is on the critical path, except under DualPipeV, where it overlaps the
     other micro-batch's compute (DeepSeek-V3 §3.2.1)."""
     mb, m, recompute = plan.micro_batch, plan.microbatches, plan.recompute
