@@ -233,7 +233,8 @@ def _check_densification(steps, density, hidden, global_batch, seed, world_size=
 @preflight(_check_densification)
 def densification(*, steps: int = 40, density: float = 0.001, hidden: int = 128,
                   global_batch: int = 64, seed: int = 0, data=None) -> dict:
-    """Density of the *summed* sparse update (DGC, 4 ranks' top-k) vs one rank's density."""
+    """Density of the *summed* sparse update (DGC, every rank's top-k), averaged over the
+    steps after the first 5, next to the density one rank sends."""
     _check_densification(steps, density, hidden, global_batch, seed, runtime.world_size())
     run = train(method="dgc", steps=steps, density=density, hidden=hidden,
                 global_batch=global_batch, seed=seed, eval_every=steps, data=data)

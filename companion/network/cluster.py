@@ -1,8 +1,9 @@
 """A cluster with a topology: which ranks share a node, and which links a message crosses.
 
 Taught in notebook 11 (``notebooks/11_networks_and_topology.ipynb``); CS336 L8 §1
-(GPU nodes behind a fat-tree against TPU pods on a torus) and L19's hierarchical
-all-reduce.
+(GPU nodes behind a fat-tree against TPU pods on a torus) and the hierarchical
+all-reduce of notebook 11 section 4 (L19's all-reduce pages, p.57-66, cover the flat
+ring and recursive halving, not this two-level scheme).
 
 A :class:`Cluster` only *describes* the machine; :func:`companion.topology.emulate` puts
 it between real ranks. Ranks are numbered node by node (rank = node * ranks_per_node +

@@ -21,7 +21,9 @@ Limits, stated so nobody over-reads the numbers:
 
 * the real loopback time of the operation is *added* to the emulated delay (the delay
   starts when the real operation completes, which is also when the slowest rank has
-  joined it); on loopback that adds well under a millisecond for our message sizes;
+  joined it); on loopback that adds from under a millisecond on an idle machine to
+  several milliseconds when 4 ranks share 2 busy cores (notebook 08 prints the real
+  all-reduce's time next to the model's);
 * one ``alpha`` is charged per operation, whatever its algorithm: a ring all-reduce on
   a real wide-area network pays ``2 (N - 1)`` latencies, which you can emulate by
   passing a larger ``alpha``;
