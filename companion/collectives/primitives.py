@@ -18,7 +18,8 @@ Algorithms (the step counts the notebook measures):
 * all-gather / reduce-scatter: ring, ``N - 1`` rounds, each rank sends ``(N-1)/N`` of
   the data;
 * all-to-all: pairwise exchange, ``N - 1`` rounds (round s: send to ``r+s``, receive
-  from ``r-s``).
+  from ``r-s``), after ``N - 1`` rounds of small shape messages unless the caller passes
+  ``output_shapes``.
 """
 from __future__ import annotations
 
@@ -64,7 +65,10 @@ def check_op(op: str, tensor: torch.Tensor) -> None:
 
 
 def finish(flat: torch.Tensor, op: str, n: int, shape) -> torch.Tensor:
-    """Apply AVG's division once, at the end (as NCCL and gloo do), and restore the shape.
+    """Apply AVG's division once, at the end (as gloo does), and restore the shape.
+
+    NCCL's float AVG instead multiplies every input by 1/N before summing (its
+    ``PreMulSum``; integer AVG divides at the end), so its bits can differ from these.
 
     ``flat`` must be the collective's own buffer: it is divided in place."""
     if op == "avg":
@@ -241,8 +245,8 @@ def all_to_all(inputs: list[torch.Tensor], output_shapes=None) -> list[torch.Ten
 
     Same meaning as ``dist.all_to_all``; the tensors may differ in size (all share one
     dtype). Receivers must know what to expect: pass ``output_shapes`` when you know
-    them, otherwise a first pairwise round of small shape messages (counted as traffic,
-    kind "meta") tells them. Pairwise exchange: round s sends to ``r+s`` and receives
+    them, otherwise ``N - 1`` first pairwise rounds of small shape messages (counted as
+    traffic, kind "meta") tell them. Pairwise exchange: round s sends to ``r+s`` and receives
     from ``r-s``, so every pair meets exactly once.
     """
     for j, x in enumerate(inputs):

@@ -110,7 +110,7 @@ PREDICT_BYTES = register(Exercise(
          "returning `{'stage': s, 'bytes': b}`: the ZeRO stage to use (0 = DDP, 3 = FSDP) "
          "and the bytes one rank then holds. Choose, among the stages that fit, the one "
          "that communicates least per step (section 3: stages 0-2 send the same bytes, "
-         "stage 3 half as much again), and of equal communication the lowest; if none "
+         "stage 3 more), and of equal communication the lowest; if none "
          "fits, return stage None and the bytes of the stage that needs least. The checker "
          "asks about 9 configurations: five for section 5's model on 4 real ranks, judged "
          "against the bytes measured there after one real step of each stage, and four "

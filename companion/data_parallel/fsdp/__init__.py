@@ -9,7 +9,7 @@ Units: every element of an ``nn.ModuleList`` inside the model (a transformer blo
 every child of an ``nn.Sequential`` model, is one unit; the root unit holds the other
 parameters (embeddings, final norm, a tied head). Per unit and step:
 
-    forward:  all-gather -> compute -> free           (root: kept until backward ends)
+    forward:  all-gather -> compute -> free           (the root too, once forward ends)
     backward: all-gather -> compute -> free, then one reduce-scatter of the unit's gradients
 
 so each parameter byte is communicated three times (two all-gathers, one
@@ -23,8 +23,9 @@ refilled by the backward all-gather, so the saved tensor sees the data again.
 that dtype while the shards (master weights) and their gradients stay fp32.
 
 A unit's gradients are reduce-scattered together, in one collective, once autograd has
-produced all of them (as torch's FSDP does with its flat parameters): one call per unit
-instead of one per tensor, the same bytes.
+produced all of them (as torch's FSDP does: FSDP1 with its flat parameters, FSDP2's
+``fully_shard`` with one reduce-scatter per parameter group): one call per unit instead of
+one per tensor, the same bytes.
 
 ``prefetch=True`` issues unit k+1's all-gather asynchronously while unit k computes, in
 forward, and unit k-1's while unit k computes in backward (units in reverse order), so
