@@ -67,7 +67,8 @@ WRONG_PATTERNS = {r"(?<![公英海千阿])里(?!程)": "裡 (里 is a unit of di
                   r"(?<![前\d])(?<!前 )\d+\s?位(?![元數置址於次])": "位元 (16 位元索引: a bit count)",
                   r"(?<!這一)(?<!那一)(?<=[一每\d])\s?塊[^。，；：（）()、\n塊]{0,24}?(?:GPU|[HABV]100|網路卡)":
                   "張 (a GPU or a NIC is counted with 張)",
-                  r"[\u4e00-\u9fff]kernel|kernel[\u4e00-\u9fff]": "a space between kernel and hanzi"}
+                  r"[\u4e00-\u9fff]kernel|kernel[\u4e00-\u9fff]": "a space between kernel and hanzi",
+                  r"CPU 核(?!心)|幾個核(?!心)|[臺台器的]核數|\d 核機器": "核心 (a CPU core)"}
 # Column and row: Taiwan writes 欄 for a column and 列 for a row; these are the mainland
 # order, which a Taiwan reader reads inverted.
 INVERTED = ("(?<!平)行平行", "按行", "行切分", "輸入行", "行和列", "(?<!平)行組", "換列")

@@ -116,6 +116,8 @@ TAIWAN = (
 _CARD = re.compile(r"塊(?=\s*(?:GPU|TPU|[HABV]\d00|網路卡|\d+\s*GB))"
                    r"|(?<!這一)(?<!那一)(?:(?<=[一每\d])|(?<=\d\s))塊(?=[^。，；：（）()、\n塊]{1,24}?(?:GPU|[HABV][18]00|網路卡))")
 _CHIP = re.compile(r"塊(?=\s*晶片)")
+# a CPU core is 核心 in Taiwan (the mainland's 核 alone reads as a nucleus)
+_CORE = re.compile(r"(?<=CPU )核(?!心)|(?<=幾個)核(?!心)|(?<=[臺台器的])核(?=數)|(?<=\d )核(?=機器)")
 _LI = re.compile(r"(?<![公英海千阿])里(?![程])")
 # 通過 is "by way of" (Taiwan: 透過) unless a test or a check passes
 _VIA = re.compile(r"(?<![不沒未算部就次樣上有已均])通過(?![。，：了；！、）」”\"'\n]|$)")
@@ -171,6 +173,7 @@ def converter():
         for mainland, taiwan in TAIWAN:
             text = text.replace(mainland, taiwan)
         text = _PACKAGE.sub("套件", _CHIP.sub("顆", _CARD.sub("張", text)))
+        text = _CORE.sub("核心", text)
         text = _VIA.sub("透過", _LIBRARY.sub("函式庫", _LI.sub("裡", text)))
         text = _BITS.sub(r"\1\2位元", text)
         text = _HAN_THEN_LATIN.sub(r" \1", _LATIN_THEN_HAN.sub(r"\1 ", text))
