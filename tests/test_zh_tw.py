@@ -21,6 +21,8 @@ TW = ROOT / "notebooks" / "zh-TW"
 # Mainland-only words, and the Taiwan word a reader expects instead.
 MAINLAND = {
     "並行": "平行 (資料平行, 管線平行: the MIT notes in Traditional Chinese)",
+    "集合通訊": "集體通訊 (the MIT notes in Traditional Chinese)", "編寫": "撰寫",
+    "十進位制": "十進位", "二進位制": "二進位", "留出集": "保留集 (a held-out set)",
     "流水線": "管線", "運算元": "運算子 (運算元 is an operand)", "全域性": "全域",
     "區域性": "局部", "網絡": "網路", "幻燈片": "投影片", "軟體包": "套件",
     "單元格": "儲存格", "幫助資訊": "說明訊息", "字面量": "字面值", "視訊記憶體": "記憶體", "丟擲": "拋出", "塊 GPU": "張 GPU",
