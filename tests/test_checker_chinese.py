@@ -239,7 +239,7 @@ def test_a_package_error_inside_a_problem_reads_chinese(chinese):
     for tail in ("", where, made_in_a_rank):
         text = reworded(f"at p=2, m=1 the simulator rejects your schedule: {err.value}{tail}")
         assert english_runs(text) == [], text
-        assert "my_1f1b" in text if tail else "my_1f1b" not in text
+        assert ("my_1f1b" in text) == bool(tail), text
 
 
 def test_a_prediction_refuses_a_word_in_chinese(chinese):

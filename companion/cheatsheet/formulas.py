@@ -176,8 +176,10 @@ def activation_closed_form(s: int, b: int, h: int, a: int, t: int = 1, mode: str
 
 
 # --- 6. Gradient compression (notebook 07) -----------------------------------------------
-COMPRESSION_FORMULAS = {  # bytes on the wire for one n x m fp32 gradient matrix
-    "dense": "4nm",   # marked: markdown_table shows each in the reader's language
+# Bytes on the wire for one n x m fp32 gradient matrix. The formulas with words in them
+# are marked, so markdown_table shows them in the reader's language.
+COMPRESSION_FORMULAS = {
+    "dense": "4nm",
     "dgc": _("8 ceil(d nm)  (int32 index + fp32 value per kept entry)"),
     "powersgd": _("4 r (n + m)  (P is n x r, Q is m x r)"),
     "onebit": _("nm/8 + 8m  (a sign bit per entry, two fp32 means per column)"),
