@@ -1,6 +1,8 @@
 """A whole transformer block on a sequence shard (context parallelism), and the rank
 function that times it against tensor parallelism with and without sequence parallelism.
-Taught in notebook 06 (``notebooks/06_sequence_parallelism.ipynb``).
+Notebook 06 (``notebooks/06_sequence_parallelism.ipynb``) teaches the attention it uses but
+does not run this block; ``benchmarks/tensor_parallel.py`` times it and
+``tests/test_sequence_parallel.py`` checks it against the single-process block.
 """
 from __future__ import annotations
 
