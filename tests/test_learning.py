@@ -190,6 +190,18 @@ def test_prediction_reveal(capsys):
         predict("x", choices=["only"])
 
 
+def test_a_computed_answer_is_not_called_measured(capsys):
+    p = predict("What bubble?", unit="fraction")
+    assert p.reveal(0.25, computed=True) is None
+    out = capsys.readouterr().out
+    assert out.startswith("Computed: 0.25.") and "Measured" not in out
+    p.lock("0.2")
+    assert p.reveal(0.25, rel_tol=0.5, computed=True) is True
+    out = capsys.readouterr().out
+    assert "computed 0.25" in out and "measure" not in out
+    assert p.reveal(0.25, rel_tol=0.5) is True and "measured 0.25" in capsys.readouterr().out
+
+
 def test_prediction_widget_locks_and_refuses_a_typo():
     from companion.widgets import prediction
     box = prediction("Idle fraction?", unit="fraction")

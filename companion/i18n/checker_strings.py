@@ -63,6 +63,18 @@ SAID_ZH_CN = {
     "You predicted {value}; measured {shown} (outside {tol} or {abs_tol}; your number is "
     "{ratio}x the measurement).":
         "你的预测是 {value}；测量值为 {shown}（误差超出 {tol}，也超出 {abs_tol}；你的数值是测量值的 {ratio} 倍）。",
+    "You predicted {value}; computed {shown} (within {tol}; your number is {ratio}x the "
+    "computed value).":
+        "你的预测是 {value}；计算值为 {shown}（误差在 {tol} 以内；你的数值是计算值的 {ratio} 倍）。",
+    "You predicted {value}; computed {shown} (outside {tol}; your number is {ratio}x the "
+    "computed value).":
+        "你的预测是 {value}；计算值为 {shown}（误差超出 {tol}；你的数值是计算值的 {ratio} 倍）。",
+    "You predicted {value}; computed {shown} (within {tol} or {abs_tol}; your number is "
+    "{ratio}x the computed value).":
+        "你的预测是 {value}；计算值为 {shown}（误差在 {tol} 或 {abs_tol} 以内；你的数值是计算值的 {ratio} 倍）。",
+    "You predicted {value}; computed {shown} (outside {tol} or {abs_tol}; your number is "
+    "{ratio}x the computed value).":
+        "你的预测是 {value}；计算值为 {shown}（误差超出 {tol}，也超出 {abs_tol}；你的数值是计算值的 {ratio} 倍）。",
     "{problem}.{where}":
         "{problem}。{where}",
     "on {name}: {problem}{where}":

@@ -99,6 +99,9 @@ ZH_CN = {
     "Measured: {shown}. (No prediction was locked in: next time commit to one first; "
     "being wrong is where the learning happens.)":
         "测量值：{shown}。（没有锁定预测：下次请先给出你的预测；猜错正是学习发生的地方。）",
+    "Computed: {shown}. (No prediction was locked in: next time commit to one first; "
+    "being wrong is where the learning happens.)":
+        "计算值：{shown}。（没有锁定预测：下次请先给出你的预测；猜错正是学习发生的地方。）",
     "<b>Predict:</b> {question}": "<b>预测：</b>{question}",
     "choose ...": "请选择……",
     "your number": "你的数值",

@@ -36,6 +36,20 @@ _VERDICTS = {
 }
 
 
+# The same sentences for a value the course computes (a model, a closed form, a published
+# figure): calling it "measured" would misstate where the number comes from.
+_COMPUTED_VERDICTS = {
+    (True, False): "You predicted {value}; computed {shown} (within {tol}; your number is "
+                   "{ratio}x the computed value).",
+    (False, False): "You predicted {value}; computed {shown} (outside {tol}; your number is "
+                    "{ratio}x the computed value).",
+    (True, True): "You predicted {value}; computed {shown} (within {tol} or {abs_tol}; your "
+                  "number is {ratio}x the computed value).",
+    (False, True): "You predicted {value}; computed {shown} (outside {tol} or {abs_tol}; "
+                   "your number is {ratio}x the computed value).",
+}
+
+
 class Question(str):
     """A question a cell fills in with its numbers (:func:`question`): the English text,
     which also carries its template, so the Chinese edition translates the whole question
@@ -89,16 +103,20 @@ class Prediction:
                 raise ValueError(f"value={value!r}: type a number") from None
         self.value, self.locked = value, True
 
-    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0) -> bool | None:
+    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0,
+               computed: bool = False) -> bool | None:
         """Print the measurement beside the prediction; True when within tolerance,
-        None when nothing was predicted."""
+        None when nothing was predicted. ``computed=True`` when the answer is computed
+        (a model's, a closed form's), not measured: the printed words say so."""
         positive_number("rel_tol", rel_tol, "use e.g. rel_tol=0.1 for 10%", zero=True)
         positive_number("abs_tol", abs_tol, "use abs_tol=0 or a small number", zero=True)
         shown = _fmt(measured, self.unit)
         if self.value is None:
-            print(_("Measured: {shown}. (No prediction was locked in: next time commit to "
-                    "one first; being wrong is where the learning happens.)").format(
-                        shown=shown))
+            text = (_("Computed: {shown}. (No prediction was locked in: next time commit to "
+                      "one first; being wrong is where the learning happens.)") if computed
+                    else _("Measured: {shown}. (No prediction was locked in: next time commit "
+                           "to one first; being wrong is where the learning happens.)"))
+            print(text.format(shown=shown))
             return None
         if self.choices is not None:
             ok = self.value == measured
@@ -110,7 +128,8 @@ class Prediction:
         value = float(self.value)
         ok = math.isclose(value, float(measured), rel_tol=rel_tol, abs_tol=abs_tol)
         ratio = value / measured if measured else math.inf
-        print(say(_VERDICTS[ok, bool(abs_tol)], value=_fmt(value, self.unit), shown=shown,
+        verdicts = _COMPUTED_VERDICTS if computed else _VERDICTS
+        print(say(verdicts[ok, bool(abs_tol)], value=_fmt(value, self.unit), shown=shown,
                   tol=f"{rel_tol:.0%}", abs_tol=f"{abs_tol:g}", ratio=f"{ratio:.2f}"))
         return ok
 

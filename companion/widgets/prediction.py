@@ -38,8 +38,10 @@ class PredictionBox(widgets.VBox):
         self._field.value = v if self._model.choices is not None else str(v)
         self._field.disabled = self._button.disabled = True
 
-    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0):
-        return self._model.reveal(measured, rel_tol=rel_tol, abs_tol=abs_tol)
+    def reveal(self, measured, rel_tol: float = 0.1, abs_tol: float = 0.0,
+               computed: bool = False):
+        return self._model.reveal(measured, rel_tol=rel_tol, abs_tol=abs_tol,
+                                  computed=computed)
 
 
 def prediction(question: str, unit: str = "", choices=None) -> PredictionBox:
