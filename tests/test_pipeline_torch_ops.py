@@ -82,3 +82,58 @@ def test_normalisation_of_dualpipev_composites():
 
 def test_every_torch_schedule_is_compared():
     assert set(EQUAL) | {"1f1b"} == set(TORCH_SCHEDULES)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "interleaved", "looped-bfs", "interleaved-zb", "zb-v"])
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (8, 16)])
+def test_torch_runtime_timing_equals_ours_without_composites(name, p, m):
+    """Without OVERLAP_F_B every op sends when it ends, in torch's runtime as in ours."""
+    from companion.pipeline import OpCosts, simulate
+    from companion.pipeline.torch_ops import torch_runtime_timeline
+
+    for costs in (OpCosts(), OpCosts(F=1, B=1.5, W=0.75, send=0.25)):
+        ours = simulate(_ours(name, p, m), costs=costs).makespan
+        assert torch_runtime_timeline(name, p, m, costs).makespan == pytest.approx(ours)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 12), (8, 16)])
+@pytest.mark.parametrize("w", [1.0, 0.5])
+def test_dualpipev_sent_after_each_pair_idles_as_the_readme_row(p, m, w):
+    """DualPipe's README: idle (PP/2-1)(F&B+B-3W) for PP stages (2p chunks of half a stage)
+    with B a full backward. With the pair's outputs sent after both halves, as torch's
+    runtime sends them, and no overlap (F&B = F + B), DualPipeV idles exactly that at F = B;
+    our executor, which sends each half's output at once, idles less (half at F = B = W)."""
+    from companion.pipeline import OpCosts, simulate
+    from companion.pipeline.torch_ops import torch_runtime_timeline
+
+    costs = OpCosts(F=1.0, B=1.0, W=w)
+    work = m * (costs.F + costs.B + costs.W)
+    f, b, wc = costs.F / 2, (costs.B + costs.W) / 2, costs.W / 2
+    readme = (p - 1) * ((f + b) + b - 3 * wc)
+    held = torch_runtime_timeline("dualpipev", p, m, costs).makespan - work
+    ours = simulate("dualpipev", p, m, costs=costs).makespan - work
+    assert held == pytest.approx(readme)
+    assert ours < held
+    if w == 1.0:
+        assert held == pytest.approx(2 * ours)
+        assert ours == pytest.approx((p - 1) * (b + b - 3 * wc))  # the row with F&B = B
+
+
+def test_torch_runtime_timeline_refuses_the_1f1b_ir():
+    """torch 2.13's 1F1B IR names micro-batch m on the last rank: it could never finish."""
+    from companion.pipeline.torch_ops import torch_runtime_timeline
+
+    with pytest.raises(ValueError, match="is not one of"):
+        torch_runtime_timeline("1f1b", 4, 8)
+
+
+def test_torch_interleaved_relaxes_megatrons_multiple_of_p():
+    """Notebook 04 §6: torch 2.13's ScheduleInterleaved1F1B needs m to be a multiple of
+    max(1, m // p) rounds, not of p as Megatron-LM (and our builder) does."""
+    from torch.distributed.pipelining import _schedule_visualizer as vis
+
+    assert len(vis.get_schedule_ops("Interleaved1F1B", 4, 6)) == 4
+    with pytest.raises(ValueError, match="multiple of the number of rounds"):
+        vis.get_schedule_ops("Interleaved1F1B", 4, 9)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        make_schedule("interleaved", 4, 6, 2)

@@ -28,6 +28,10 @@ forward. On the last rank the warm-up is empty, so its list starts at F1 and end
 F8 of 8 micro-batches (``0..7``). What ``Schedule1F1B`` executes is right (its
 ``_step_microbatches`` keeps its own counters); only the IR that the visualizer and
 tools read is off by one. ``tests/test_pipeline_torch_ops.py`` pins it.
+
+**Timing** (:func:`torch_runtime_timeline`): the same IR timed the way torch's runtime
+sends, which differs from ``simulate`` only for DualPipeV: torch sends both outputs of
+an ``OVERLAP_F_B`` pair after the whole pair, our executor each half's as it ends.
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from unittest import mock
 
 from .ops import Op, Schedule
 from .registry import schedule_key
-from ..validation import positive_int
+from ..validation import one_of, positive_int
 
 __all__ = ["TORCH_SCHEDULES", "torch_schedule_ops", "torch_executed_ops", "op_differences"]
 
@@ -65,37 +69,108 @@ def _layout(key: str, stages: int, microbatches: int) -> Schedule:
     return Schedule(key, stages, microbatches, ((),) * stages, chunks, split, layout)
 
 
-def torch_schedule_ops(name, stages: int, microbatches: int) -> list[list]:
-    """torch's schedule IR for ``name`` (our name), normalised to our :class:`Op` lists.
-
-    An action that belongs to another rank is kept as the tuple ``("elsewhere", action)``
-    so that :func:`op_differences` can report it.
-    """
+def _torch_actions(key: str, stages: int, microbatches: int) -> list[list[list]]:
+    """torch's IR for our ``key``: per rank, one entry per torch action (a composite
+    ``OVERLAP_F_B`` is one entry), each the list of ``(op, its rank, virtual stage)`` it
+    becomes in our ops, in order."""
     from torch.distributed.pipelining import _schedule_visualizer as vis
     from torch.distributed.pipelining.schedules import _ComputationType as T
 
-    key = _torch_key(name)
     positive_int("stages", stages, "pass a whole number such as stages=4.")
     positive_int("microbatches", microbatches, "pass a whole number such as microbatches=8.")
     layout = _layout(key, stages, microbatches)
     kinds = {T.FORWARD: ("F",), T.BACKWARD_INPUT: ("B",), T.BACKWARD_WEIGHT: ("W",),
              T.FULL_BACKWARD: ("B", "W") if layout.split_backward else ("B",)}
     out = []
-    for rank, actions in enumerate(vis.get_schedule_ops(TORCH_SCHEDULES[key][0], stages,
-                                                        microbatches)):
-        ops = []
+    for actions in vis.get_schedule_ops(TORCH_SCHEDULES[key][0], stages, microbatches):
+        entries = []
         for action in actions:
             if action is None or action.computation_type == T.REDUCE_GRAD:
                 continue
             subs = (action.sub_actions if action.computation_type == T.OVERLAP_F_B
                     else (action,))
+            entry = []
             for sub in subs:
                 where, chunk = layout.placement(sub.stage_index)
-                for kind in kinds[sub.computation_type]:
-                    op = Op(kind, sub.microbatch_index, chunk)
-                    ops.append(op if where == rank else ("elsewhere", sub))
-        out.append(ops)
+                entry += [(Op(kind, sub.microbatch_index, chunk), where, sub.stage_index)
+                          for kind in kinds[sub.computation_type]]
+            entries.append(entry)
+        out.append(entries)
     return out
+
+
+def torch_schedule_ops(name, stages: int, microbatches: int) -> list[list]:
+    """torch's schedule IR for ``name`` (our name), normalised to our :class:`Op` lists.
+
+    An action that belongs to another rank is kept as the tuple ``("elsewhere", op,
+    virtual stage)`` so that :func:`op_differences` can report it.
+    """
+    key = _torch_key(name)
+    return [[op if where == rank else ("elsewhere", op, vs)
+             for entry in entries for op, where, vs in entry]
+            for rank, entries in enumerate(_torch_actions(key, stages, microbatches))]
+
+
+def torch_runtime_timeline(name, stages: int, microbatches: int, costs=None) -> "Timeline":
+    """Time torch's IR the way its runtime sends: a :class:`Timeline` like ``simulate``'s.
+
+    Each op starts when its rank is free and its input is there, as in ``simulate``. The
+    difference is a composite ``OVERLAP_F_B`` (DualPipeV): without a custom overlap
+    function torch runs its halves one after the other, and ``_add_send_recv`` puts both
+    halves' sends after the composite, so a neighbour gets either output only when the
+    whole pair is done (DualPipe's own ``_forward_backward_chunk`` also sends after both);
+    likewise a full backward sends its input gradient after its weight gradient. ``simulate``
+    and our executor send each op's output as soon as it ends. Notebook 04 §8 times
+    DualPipeV both ways. Not for ``"1f1b"``: torch 2.13's IR names a micro-batch that
+    does not exist on its last rank (see the module docstring), so it never finishes.
+    """
+    from .simulate import Event, OpCosts, Timeline
+
+    key = one_of("name", _torch_key(name), [k for k in TORCH_SCHEDULES if k != "1f1b"])
+    costs = costs or OpCosts()
+    layout, ranks = _layout(key, stages, microbatches), _torch_actions(key, stages, microbatches)
+    last = layout.virtual_stages - 1
+    done = {}  # (kind, virtual stage, micro-batch) -> (end, when it leaves for another rank)
+    free, pos, events = [0.0] * stages, [0] * stages, []
+
+    def needs(kind, vs, mb):
+        if kind == "F":
+            return None if vs == 0 else ("F", vs - 1, mb)
+        return ("F", vs, mb) if kind == "B" and vs == last else (
+            ("B", vs + 1, mb) if kind == "B" else ("B", vs, mb))
+
+    while any(pos[r] < len(ranks[r]) for r in range(stages)):
+        progressed = False
+        for r in range(stages):
+            while pos[r] < len(ranks[r]):
+                entry, t, ends = ranks[r][pos[r]], free[r], {}
+                for op, _, vs in entry:
+                    dep = needs(op.kind, vs, op.microbatch)
+                    if dep is not None and dep not in done and dep not in ends:
+                        break
+                    if dep in ends:
+                        ready = ends[dep]
+                    elif dep is None:
+                        ready = 0.0
+                    else:
+                        end, leaves = done[dep]
+                        crosses = layout.placement(dep[1])[0] != r
+                        ready = leaves + costs.send if crosses else end
+                    start = max(t, ready)
+                    t = start + costs.duration(op, layout)
+                    ends[(op.kind, vs, op.microbatch)] = t
+                    events.append(Event(r, op, start, t))
+                else:
+                    for k, end in ends.items():
+                        done[k] = (end, t)  # every output of the entry leaves at its end
+                    free[r], pos[r], progressed = t, pos[r] + 1, True
+                    continue
+                del events[len(events) - len(ends):]
+                break
+        if not progressed:  # cannot happen: each IR here equals a schedule simulate() runs
+            raise RuntimeError(f"torch's {key!r} IR stalled at stages={stages}, "
+                               f"microbatches={microbatches}")
+    return Timeline(events, stages, layout.chunks, layout.split_backward, key)
 
 
 def torch_executed_ops(name, stages: int, microbatches: int) -> list[list[Op]]:
