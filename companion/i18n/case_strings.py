@@ -56,9 +56,9 @@ CASE_ZH_CN = {
         "TP 2、PP 8、VP 4、EP 32、ETP 1，GBS 8192，mb 1，4K，不做重计算，使用分布式优化器，"
         "开启 MoE 全对全重叠。这是 NVIDIA 的基准测试，不是阿里巴巴的训练（Qwen3 技术报告"
         "没有给出布局）",
-    "Megatron Bridge H100 pre-training recipe: TP 8, PP 1, EP 16, ETP 1, 64 GPUs, GBS 1024, "
+    "Megatron Bridge H100 pre-training recipe: TP 8, PP 1, EP 16, ETP 1, 16 GPUs, GBS 1024, "
     "8K; its GB300 benchmark: EP 64":
-        "Megatron Bridge 的 H100 预训练配方：TP 8、PP 1、EP 16、ETP 1，64 块 GPU，GBS 1024，"
+        "Megatron Bridge 的 H100 预训练配方：TP 8、PP 1、EP 16、ETP 1，16 块 GPU，GBS 1024，"
         "8K；它的 GB300 基准测试：EP 64",
     # ---- what the table assumes where the sources are silent -----------------------------
     "batch not published: 1,536 sequences of 8K (2 per data replica, 12.6M tokens, the "

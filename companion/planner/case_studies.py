@@ -247,7 +247,7 @@ CASES = (
          "config.json (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B) and Megatron Bridge's "
          "recipe tests",
          layout_source="Megatron Bridge H100 pre-training recipe: TP 8, PP 1, EP 16, ETP 1, "
-                       "64 GPUs, GBS 1024, 8K; its GB300 benchmark: EP 64",
+                       "16 GPUs, GBS 1024, 8K; its GB300 benchmark: EP 64",
          shape="88 layers (40 Mamba-2, 40 LatentMoE, 8 attention), d 4096, 32 heads of "
                "128, 2 KV heads, 512 experts of 2688 in a 1024-wide latent, top-22, one "
                "shared expert of 5376, vocabulary 131072, MTP; 120B, 12B active",
