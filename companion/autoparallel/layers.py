@@ -15,8 +15,9 @@ from ..validation import positive_int, positive_number
 
 __all__ = ["Layer", "model_layers", "LLAMA_3_2_1B"]
 
-# A model whose ends outweigh its blocks: the output head (128,256 x 2,048) does the
-# matrix work of 4.3 blocks and keeps fp32 logits. Shape from Meta's model card
+# A model whose ends outweigh its blocks: the output head (128,256 x 2,048) holds the
+# weights of 4.3 blocks, does 3.4 blocks' FLOPs at 8,192 tokens (a block's attention
+# counted) and keeps fp32 logits. Shape from Meta's model card
 # (https://huggingface.co/meta-llama/Llama-3.2-1B, config.json); 8,192-token sequences.
 LLAMA_3_2_1B = ModelSpec("Llama-3.2 1B", layers=16, hidden=2048, heads=32, seq_len=8192,
                          vocab=128256, ffn_hidden=8192, kv_heads=8, gated_mlp=True,

@@ -141,6 +141,7 @@ NOTEBOOK_ZH_CN = {
     "col then row (Megatron)": "先 col 后 row（Megatron）",
     "row then col": "先 row 后 col",
     "dp then dp (data parallel)": "两个都用 dp（数据并行）",
+    "col then col": "两个都用 col",
     "rep then rep": "两个都用 rep（复制）",
     "equal axes (NVLink both)": "两轴相同（都是 NVLink）",
     "axis 0 across nodes, axis 1 NVLink": "轴 0 跨节点，轴 1 为 NVLink",

@@ -1,6 +1,6 @@
 """Published training runs, and what the planner predicts for each: a data table.
 
-Taught in notebook 12 (``notebooks/12_5d_parallelism.ipynb``, "The planner against
+Taught in notebook 12 (``notebooks/12_auto_parallelism.ipynb``, "The planner against
 published runs"). Every row is a layout a paper reports running, with what it measured;
 :func:`predict` times the same layout with the planner (``planner.cost.evaluate``) and
 ONE set of constants for every row (kernel efficiency 0.6 of the dense bf16 peak,
