@@ -32,7 +32,7 @@ from .validation import fraction, positive_int, positive_number
 
 __all__ = ["training_flops", "gpu_time", "ideal_time", "scaling", "lecture_numbers",
            "disagreements", "load_training_compute", "doubling_time_years",
-           "plot_compute_growth", "GPT3_PARAMS", "GPT3_TOKENS"]
+           "plot_compute_growth", "GPT3_PARAMS", "GPT3_TOKENS", "NOTES", "TSM_PAPER"]
 
 YEAR = 365.25 * 24 * 3600.0
 GPT3_PARAMS, GPT3_TOKENS = 175e9, 300e9   # Brown et al. 2020, Table 2.1 and section 2.2
@@ -42,6 +42,10 @@ NOTES = {"gpt3_gpu_hours": 3.1e6, "gpt3_gpu_years": 355, "resnet50_gpu_hours": 3
          "job_gpu_days": 10, "job_gpus": 1024, "job_minutes": 14,
          "tsm_1_node_s": 49 * 3600 + 50 * 60, "tsm_256_nodes_s": 14 * 60,
          "tsm_gpus_per_node": 6}
+# The Summit run's own times, from its paper's abstract: Lin, Gan & Han 2019, "Training
+# Kinetics in 15 Minutes" (arXiv 1910.00932); the notes round them to 49 h 50 min / 14 min.
+TSM_PAPER = {"1_node_s": 49 * 3600 + 55 * 60, "256_nodes_s": 14 * 60 + 13,
+             "source": "arXiv 1910.00932"}
 # Lambda's "Demystifying GPT-3" (2020) priced GPT-3 on a V100 it credited with 28 TFLOP/s.
 LAMBDA_V100_FLOPS = 28e12
 LAMBDA_SOURCE = "https://lambdalabs.com/blog/demystifying-gpt-3"

@@ -165,6 +165,40 @@ def test_roofline_and_planner_give_a_group_spanning_nodes_the_same_bandwidth(mem
     assert w == members_per_node * 50e9
 
 
+@pytest.mark.parametrize("members_per_node", [1, 2, 4, 8])
+@pytest.mark.parametrize("nodes", [2, 4, 16])
+def test_a_group_over_few_nodes_gets_the_planners_whole_hierarchical_bandwidth(
+        members_per_node, nodes):
+    # Over few nodes the ring's (M-1)/M and the NVLink phase matter. The roofline counts
+    # the NVLink phase as its NVLink figure does, without the ring's (k-1)/k; with that
+    # factor put back, bytes / W is the planner's time for the same layout, latency aside.
+    from companion.planner import ClusterSpec, layout_collective_time
+
+    cluster = ClusterSpec.of("H100s", "H100", 8 * nodes, intra_latency_us=0.0,
+                             inter_latency_us=0.0)
+    n, k, nvlink = 1e9, members_per_node, rl.collective_bandwidth("H100", False)
+    w = rl.collective_bandwidth("H100", True, members_per_node=k, nodes=nodes)
+    nics = (nodes - 1) / nodes * n / (k * 50e9)
+    assert n / w == pytest.approx(max(n / nvlink if k > 1 else 0.0, nics), rel=1e-12)
+    t = layout_collective_time("all_gather", n, cluster, k, nodes)
+    assert t == pytest.approx(max((k - 1) / k * n / nvlink, nics), rel=1e-12)
+
+
+def test_two_node_tp_groups_notebook_10_section_3():
+    # TP 16 over two full nodes: NVLink's phase is the slower, not the NICs (half the
+    # buffer through 8 x 50 GB/s), so W is NVLink's; split 4 + 4: the NICs.
+    assert rl.collective_bandwidth("H100", True, 8, nodes=2) == pytest.approx(450e9)
+    assert rl.collective_bandwidth("H100", True, 4, nodes=2) == pytest.approx(400e9)
+    assert rl.collective_bandwidth("A100", True, 1, nodes=2) == pytest.approx(50e9)
+    f = 28_672   # Llama-3 70B: TP 16 over two nodes waits, TP 8 as 4 + 4 does not
+    assert 12 < rl.tp_max_degree(f, 989e12, rl.collective_bandwidth("H100", True, 8, nodes=2)) < 16
+    assert 8 < rl.tp_max_degree(f, 989e12, rl.collective_bandwidth("H100", True, 4, nodes=2)) < 12
+    with pytest.raises(ValueError, match="nodes"):
+        rl.collective_bandwidth("H100", False, nodes=2)
+    with pytest.raises(ValueError, match="nodes"):
+        rl.collective_bandwidth("H100", True, 8, nodes=1)
+
+
 def test_a_tp_group_split_over_two_nodes_gets_half_a_full_nodes_nics():
     full = rl.collective_bandwidth("H100", True)
     assert rl.collective_bandwidth("H100", True, members_per_node=8) == full

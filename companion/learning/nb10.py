@@ -1,15 +1,14 @@
 """Notebook 10's exercises (``notebooks/10_when_parallelism_pays.ipynb``): when it pays.
 
-Three decisions on real model shapes (``companion.planner.MODELS``) and real chips
-(``companion.hardware``), each answered by a function the checker runs on every problem
-of its set, and none a formula printed above it; then one on real ranks.
+Three decisions on real model shapes (``planner.MODELS``) and chips (``hardware``), each
+a function run on every problem of its set, none a printed formula; one on real ranks.
 
 * ``10.fsdp-bound`` (warm-up, decide): the most GPUs (a power of two) a batch keeps
   compute-bound under pure FSDP, where the group's bandwidth drops once it leaves a node.
-* ``10.tp-limit`` (warm-up, decide): the inverse of the TP limit: the narrowest MLP
-  whose Y-way split stays compute-bound, each GPU's slice a whole number of tiles.
+* ``10.tp-limit`` (warm-up, decide): the narrowest MLP whose Y-way split stays
+  compute-bound, each GPU's slice a whole number of tiles.
 * ``10.fsdp-tp-split`` (core, decide): the best FSDP x TP split of N GPUs, an FSDP group
-  getting one NIC per member in each node: across nodes TP buys it no bandwidth.
+  getting one NIC per member in each node.
 * ``10.prefetch-order`` (stretch, implement): an FSDP forward pass with real
   asynchronous all-gathers that prefetches unit k+1 while unit k computes and holds at
   most two units; the ranks record the order (:mod:`.nb10_prefetch`).
@@ -30,6 +29,7 @@ _H100, _A100, _B200 = (hardware.accelerator(c) for c in ("H100", "A100", "B200")
 _NV, _IB = (roofline.collective_bandwidth("H100", across) for across in (False, True))
 _A_NV, _A_IB = (roofline.collective_bandwidth("A100", across) for across in (False, True))
 _B_NV, _B_IB = (roofline.collective_bandwidth("B200", across) for across in (False, True))
+_IB2 = roofline.collective_bandwidth("H100", True, 8, nodes=2)   # NVLink's phase is slower
 _M = planner.MODELS
 _SEQ = 8192
 TILE = 128   # columns of one GPU's slice of an MLP come in tiles of this many
@@ -50,8 +50,7 @@ def _answer_each(candidate, problems):
 _NO_RULES = {f"companion.roofline.rules.{n}": "it is the package's rule; derive it here"
              for n in ("dp_critical_tokens", "tp_max_degree", "fsdp_tp_split",
                        "fsdp_tp_best_degrees", "fsdp_tp_min_tokens", "layer_times")}
-# The worked problems are arithmetic: any collective at all means the answer was fetched
-# rather than computed.
+# The worked problems are arithmetic: any collective means the answer was fetched.
 _NO_MESSAGES = per_rank(lambda rank, world_size, calls: (
     f"called {summary(calls)}; this is arithmetic: no message is needed") if calls else None)
 
@@ -120,14 +119,14 @@ FSDP_BOUND = register(Exercise(
 # name -> (tp, peak_flops, bandwidth)
 TP_PROBLEMS = {
     "TP 8 on H100 NVLink": (8, _H100.flops, _NV),
-    "TP 16 across two full H100 nodes": (16, _H100.flops, _IB),
+    "TP 16 across two full H100 nodes": (16, _H100.flops, _IB2),
     "TP 8 on A100 NVLink": (8, _A100.flops, _A_NV),
     "TP 8 on B200 NVLink": (8, _B200.flops, _B_NV),
     "TP 4 over one TPU v5p torus axis": (4, hardware.accelerator("TPU v5p").flops,
                                          roofline.collective_bandwidth("TPU v5p", False)),
     # one member per node: each drives its own NIC, and only that one
     "TP 2 across two A100 nodes, one GPU in each": (
-        2, _A100.flops, roofline.collective_bandwidth("A100", True, members_per_node=1)),
+        2, _A100.flops, roofline.collective_bandwidth("A100", True, 1, nodes=2)),
 }
 
 
@@ -150,8 +149,9 @@ TP_LIMIT = register(Exercise(
          "peak_flops, bandwidth)` returning the smallest MLP width F (an int) at which "
          "the activation all-gather and reduce-scatter (bf16) still hide under the "
          f"compute. {len(TP_PROBLEMS)} problems: H100, A100 and B200 NVLink, two across "
-         "nodes (the bandwidth each gives is what the group's members in one node drive "
-         "together, one NIC each), a TPU.",
+         "two nodes (the bandwidth each gives is section 3's for a group over two nodes: "
+         "the slower of its NIC phase, one NIC per member, and its NVLink phase inside "
+         "each node), a TPU.",
     hints=("Section 3's inequality relates Y, F and C / W. Solve it for F instead of Y.",
            "F / Y is the width of one GPU's slice of the MLP: the condition is on that "
            "slice alone, whatever Y is.",

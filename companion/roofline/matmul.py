@@ -68,17 +68,26 @@ def hbm_critical_batch(peak_flops: float, hbm_bandwidth: float,
     return bytes_per_element * peak_flops / (2 * hbm_bandwidth)
 
 
-def collective_bandwidth(chip: str, across_nodes: bool, members_per_node: int | None = None
-                         ) -> float:
+def collective_bandwidth(chip: str, across_nodes: bool, members_per_node: int | None = None,
+                         nodes: int | None = None) -> float:
     """``W_collective`` (bytes/s, per direction) of one device's collectives, from
     :mod:`companion.hardware`: its scale-up link inside a node (NVLink, 450 GB/s for an
     H100), or, for a group that spans nodes, what its members in one node drive
     together: each member its own NIC, so ``members_per_node`` x one NIC (default: a
-    full node, 8 x 50 GB/s = 400 GB/s on a DGX H100). A TP-16 group over two full H100
-    nodes gets 400 GB/s; a TP-8 group split 4 + 4 gets 200; a group with one member per
-    node, 50. This is the bandwidth term of ``planner.links.layout_collective_time``
-    for many nodes (``tests/test_roofline.py`` holds the two together), the scaling
-    book's GPU chapter.
+    full node, 8 x 50 GB/s = 400 GB/s on a DGX H100; a group with one member per node,
+    50). This is the bandwidth term of ``planner.links.layout_collective_time`` for many
+    nodes, the scaling book's GPU chapter.
+
+    ``nodes``: the number of nodes the group spans, for a group over few of them (a TP
+    group of 16 over two nodes). Then the collective has two phases, as in the planner's
+    ``layout_collective_time``: only ``(nodes - 1) / nodes`` of the buffer crosses the
+    NICs, and the phase inside each node runs on NVLink; they pipeline, so the slower
+    sets ``W``. The NVLink phase is counted as the NVLink figure above counts it, without
+    the ring's ``(k - 1) / k`` (the scaling book's convention; the planner keeps that
+    factor, which ``tests/test_roofline.py`` checks is the only difference). Over two full
+    H100 nodes the NICs would give 800 GB/s and NVLink 450: ``W`` = 450 GB/s, NVLink's
+    (the book's quiz on an AllGather over exactly two nodes: the node level is the
+    bottleneck). Split 4 + 4, the NICs give 400: ``W`` = 400 GB/s.
 
     For a TPU the fast domain is a 3D torus: one mesh axis gets a third of the chip's
     ICI (two of its six links), 200 GB/s per direction on a v5p from Google's figure.
@@ -93,9 +102,22 @@ def collective_bandwidth(chip: str, across_nodes: bool, members_per_node: int | 
         if members_per_node > a.per_node:
             raise ValueError(f"members_per_node={members_per_node}: a {a.name} node has "
                              f"{a.per_node} devices; pass 1 to {a.per_node}.")
-    if across_nodes:
-        return a.scale_out.value * (members_per_node or a.per_node)
-    return a.scale_up.value / 3 if "torus" in a.scale_up_name else a.scale_up.value
+    inside = a.scale_up.value / 3 if "torus" in a.scale_up_name else a.scale_up.value
+    if nodes is not None:
+        positive_int("nodes", nodes, "pass how many nodes the group spans (>= 2), or None "
+                     "for many nodes.", minimum=2)
+        if not across_nodes:
+            raise ValueError(f"nodes={nodes} with across_nodes=False: a group inside one node "
+                             "spans no nodes; pass across_nodes=True or nodes=None.")
+    if not across_nodes:
+        return inside
+    k = members_per_node or a.per_node
+    nics = a.scale_out.value * k
+    if nodes is None:
+        return nics
+    # seconds per byte of each phase; the slower one sets the pace (one member per node
+    # has no phase inside the node)
+    return 1.0 / max(1.0 / inside if k > 1 else 0.0, (nodes - 1) / nodes / nics)
 
 
 def fsdp_tp_bandwidths(chip: str, devices: int, tp: int) -> tuple[float, float]:
