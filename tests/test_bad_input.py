@@ -436,6 +436,8 @@ CASES = [
     Case("compare_moe/dtype", moe.compare_moe, (), {"dtype": "float8"}, ValueError, "dtype"),
     Case("route/bias-shape", moe.route, (torch.zeros(4, 3), 1, 4, torch.zeros(2)), {}, ValueError, "bias"),
     Case("load_ratio/all-zero", MB.load_ratio, ([0, 0],), {}, ValueError, "load"),
+    Case("switch_aux_loss/logits", MB.switch_aux_loss, (torch.zeros(8),), {}, ValueError, "logits"),
+    Case("switch_aux_loss/alpha", MB.switch_aux_loss, (torch.zeros(4, 8),), {"alpha": -1.0}, ValueError, "alpha"),
     Case("update_bias/gamma-zero", MB.update_bias, (torch.zeros(2), [1, 1], 0.0), {}, ValueError, "gamma"),
     Case("update_bias/load-shape", MB.update_bias, (torch.zeros(2), [1, 1, 1], 0.1), {}, ValueError, "load"),
     Case("zipf_offset/skew-negative", MB.zipf_offset, (8, -1.0), {}, ValueError, "skew"),

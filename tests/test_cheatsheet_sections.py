@@ -1,6 +1,6 @@
 """The cheat-sheet's sections 10-12 (companion.cheatsheet.scaling) held against the package
-functions notebooks 10-12 call, and the cheat-sheet's index against its section headings in
-every edition. notebooks/cheatsheet.ipynb runs under nbval separately."""
+functions notebooks 00, 06 and 10-12 call, and the cheat-sheet's index against its section
+headings in every edition. notebooks/cheatsheet.ipynb runs under nbval separately."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from companion import cheatsheet as cs, hybrid, planner, topology
 from companion.autoparallel import stages
@@ -95,6 +96,71 @@ def test_ep_bytes_equal_the_planners_and_the_ranks_closed_form(recompute):
     real = hybrid.ep_all_to_all_bytes(tokens=16, d_model=16, n_experts=4, top_k=2,
                                       capacity_factor=1.25, ep=2)
     assert real["payload"] == cs.ep_bytes_per_layer(16, 2, 16, 1.25, e=4)
+
+
+def test_the_scaling_efficiency_row_is_why_distribute_and_notebook_00s_table():
+    from companion import why_distribute
+    t_1, t_256 = why_distribute.NOTES["tsm_1_node_s"], why_distribute.NOTES["tsm_256_nodes_s"]
+    tsm = why_distribute.scaling(t_1, t_256, 1, 256)            # what sections 11 and 11 §1 call
+    assert tsm["efficiency"] == pytest.approx((t_1 / t_256) / (256 / 1))   # (t_a / t_b) / (u_b / u_a)
+    rows = {r["quantity"]: r["recomputed"] for r in why_distribute.lecture_numbers()}   # notebook 00 §0
+    assert rows["TSM scaling efficiency"] == tsm["efficiency"]
+    assert rows["TSM speed-up, 1 -> 256 Summit nodes"] == tsm["speedup"]
+    assert why_distribute.scaling(40.0, 10.0, 2, 16)["efficiency"] == pytest.approx(0.5)
+    paper = why_distribute.scaling(49 * 3600 + 55 * 60, 14 * 60 + 13, 1, 256)   # arXiv 1910.00932
+    assert 0.8 < paper["efficiency"] < tsm["efficiency"] < 0.85
+
+
+def test_the_auxiliary_loss_is_alpha_e_sum_f_p_of_the_packages_router():
+    from companion.sequence_parallel import moe, moe_balance
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.randn(512, 8, generator=gen, dtype=torch.float64) + moe_balance.zipf_offset(8, 0.5)
+    probs = logits.softmax(dim=-1).mean(dim=0)
+    for k in (1, 2):                                         # f_i from the package's route
+        _token, expert, _slot, _gate = moe.route(logits, k, 512 * k)
+        f = torch.bincount(expert, minlength=8).double() / (512 * k)
+        assert moe_balance.switch_aux_loss(logits, top_k=k) == pytest.approx(0.01 * 8 * float((f * probs).sum()))
+    f_switch = torch.bincount(logits.argmax(dim=-1), minlength=8).double() / 512   # Switch's top-1 f_i
+    assert moe_balance.switch_aux_loss(logits) == pytest.approx(0.01 * 8 * float((f_switch * probs).sum()))
+    uniform = torch.eye(8, dtype=torch.float64).repeat(64, 1)   # f and P uniform: the loss is alpha
+    assert moe_balance.switch_aux_loss(uniform) == pytest.approx(0.01)
+    assert moe_balance.switch_aux_loss(uniform, top_k=2, alpha=0.1) == pytest.approx(0.1)
+    assert moe_balance.switch_aux_loss(logits, 2) > moe_balance.switch_aux_loss(logits - moe_balance.zipf_offset(8, 0.5), 2)
+    with pytest.raises(ValueError, match="logits"):
+        moe_balance.switch_aux_loss(torch.zeros(8))
+
+
+def test_the_bias_row_is_update_bias_and_notebook_06s_balancing():
+    from companion.sequence_parallel import moe_balance
+    load = torch.tensor([9.0, 1.0, 4.0, 6.0])                  # mean 5
+    step = moe_balance.update_bias(torch.zeros(4), load, 0.001)
+    assert step.tolist() == pytest.approx((0.001 * torch.sign(load.mean() - load)).tolist())
+    assert step.tolist() == pytest.approx([-0.001, 0.001, 0.001, -0.001])
+    # the cheat-sheet's worked example: notebook 06 §7's layer and run, in one process
+    # (tests/test_moe_balance.py holds the ranks' run equal to it, bit for bit)
+    ref = moe_balance.balance_reference(world_size=4, steps=40, gamma=0.01, skew=0.5, n_experts=8,
+                                        top_k=2, tokens=2048, d_model=64, dtype="float32")
+    ranks = {k: [sum(ref[k][2 * r:2 * r + 2]) for r in range(4)] for k in ("load_before", "load_after")}
+    assert moe_balance.load_ratio(ranks["load_after"]) < 1.25 < moe_balance.load_ratio(ranks["load_before"])
+    assert all(b / 0.01 == pytest.approx(round(b / 0.01), abs=1e-3) and abs(b) <= 0.4 + 1e-6
+               for b in ref["bias"])                            # 40 steps of +-gamma (or 0)
+    assert ref["bias"][0] < 0 < ref["bias"][-1]
+
+
+def test_the_node_limited_row_counts_what_notebook_06_counts():
+    from companion.sequence_parallel import moe_nodes
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        drawn = torch.rand(2048, 256)                         # notebook 06 §8's scores, as it draws them
+    scores = torch.rand(2048, 256, generator=torch.Generator().manual_seed(0))   # the cheat-sheet's
+    assert torch.equal(drawn, scores)
+    limited, top8 = moe_nodes.node_limited_topk(scores, 8, 8, 4), scores.topk(8, dim=-1).indices
+    nodes = [set((row // 32).tolist()) for row in limited]
+    assert max(map(len, nodes)) <= 4                            # M = 4 of 8 nodes
+    once = moe_nodes.cross_node_rows(limited, 0, 32, True)      # |nodes(t) \ {own}| per token
+    assert once == sum(len(n - {0}) for n in nodes) <= 4 * len(nodes)
+    assert moe_nodes.cross_node_rows(top8, 0, 32, False) == int((top8 // 32 != 0).sum())   # one per remote expert
+    assert once < moe_nodes.cross_node_rows(top8, 0, 32, True) < moe_nodes.cross_node_rows(top8, 0, 32, False)
 
 
 def test_edp_and_alpas_objective_are_the_packages():

@@ -21,10 +21,12 @@ __all__ = ["PLANNER_RULES", "recorded_run", "ROOFLINE_RULES", "roofline_closed_f
 PLANNER_RULES = [
     (_("DP x TP x PP = number of GPUs"), _("every GPU has exactly one coordinate"),
      "evaluate: reason", "09 §3 · L20 p.5-8"),
-    (_("TP inside a node (TP <= 8 on GPUs), dividing the heads"),
-     _("4 full activation all-reduces per layer and sequence, on the critical path; their "
-       "traffic per step doubles with TP, and measured runs lose more once TP leaves NVLink"),
-     "evaluate: tp_inter_node, TP time (planner.links)",
+    (_("TP as small as memory allows, inside a node where it can be (TP <= 8 on GPUs), "
+       "dividing the heads"),
+     _("4 full activation all-reduces per layer and sequence, on the critical path; on a "
+       "fixed number of GPUs their traffic per step doubles with TP, and CS336 reports a big "
+       "drop in performance once TP leaves the node"),
+     _("TP time on the group's own links (planner.links); a tie goes to TP inside a node"),
      "05 §3, 09 §4, 10 §3 · CS336 L8 §4.3, §7.2"),
     (_("DP groups across nodes: one NIC per member per node"),
      _("a hierarchical reduction drives 8 NICs per node when TP x PP = 1, one when TP x PP >= 8"),

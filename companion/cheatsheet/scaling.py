@@ -1,16 +1,20 @@
 """The cheat-sheet's closed forms of sections 10-12: notebook 10's recomputation (§8),
 notebook 11's bytes per link class and times on nodes and on a torus, notebook 12's
-context- and expert-parallel bytes; each beside the package function it must agree with
-(``tests/test_cheatsheet.py`` holds them against it).
+context- and expert-parallel bytes; each beside the package function it must agree with (``tests/test_cheatsheet.py`` and
+``tests/test_cheatsheet_sections.py`` hold them against it).
 
 Used by ``notebooks/cheatsheet.ipynb``; see :mod:`companion.cheatsheet` for why a formula
 the package implements is written out again here. The others of these sections (the
 crossover ``T*``, the critical batch, Alpa's stage objective, EDP) the cheat-sheet reads
 straight off the package: ``overlap.predicted_crossover``,
 ``batch_size.fit_critical_batch``, ``autoparallel.stages.pipeline_time``,
-``planner.Mesh(...).edp``.
+``planner.Mesh(...).edp``, the scaling efficiency ``why_distribute.scaling``, the bias
+update ``sequence_parallel.moe_balance.update_bias`` and the rows that cross nodes
+``sequence_parallel.moe_nodes.cross_node_rows``.
 """
 from __future__ import annotations
+
+import torch
 
 from ..network.cluster import Cluster
 from ..sequence_parallel.ring import attention_bytes
@@ -153,3 +157,6 @@ def ep_bytes_per_layer(tokens: float, top_k: int, hidden: int, capacity_factor: 
     positive_int("e", e, "pass the bytes per element, 2 in bf16.")
     calls = 4 + 2 * (_forwards(recompute) - 1)
     return calls * tokens * top_k * hidden * e * capacity_factor
+
+
+# --- 12. MoE load balance (notebook 06 section 7) ----------------------------------------

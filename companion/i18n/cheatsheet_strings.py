@@ -43,12 +43,16 @@ CHEATSHEET_ZH_CN = {
     # ---- the planner's rules (PLANNER_RULES) ---------------------------------------------
     "DP x TP x PP = number of GPUs": "DP x TP x PP = GPU 数",
     "every GPU has exactly one coordinate": "每块 GPU 恰好有一个坐标",
-    "TP inside a node (TP <= 8 on GPUs), dividing the heads":
-        "TP 留在节点内（GPU 上 TP <= 8），并且整除注意力头数",
-    "4 full activation all-reduces per layer and sequence, on the critical path; their "
-    "traffic per step doubles with TP, and measured runs lose more once TP leaves NVLink":
-        "每层每个序列 4 次对完整激活值的全规约，位于关键路径上；每步的通信量随 TP 翻倍，"
-        "而且一旦 TP 离开 NVLink，实测运行损失更多",
+    "TP as small as memory allows, inside a node where it can be (TP <= 8 on GPUs), "
+    "dividing the heads":
+        "TP 在内存允许的范围内尽量小，能留在节点内就留在节点内（GPU 上 TP <= 8），并且整除注意力头数",
+    "4 full activation all-reduces per layer and sequence, on the critical path; on a "
+    "fixed number of GPUs their traffic per step doubles with TP, and CS336 reports a big "
+    "drop in performance once TP leaves the node":
+        "每层每个序列 4 次对完整激活值的全规约，位于关键路径上；GPU 总数固定时，每步的通信量随 TP 翻倍，"
+        "而 CS336 指出，TP 一旦跨出节点，性能就会大幅下降",
+    "TP time on the group's own links (planner.links); a tie goes to TP inside a node":
+        "TP 时间按这个组自己的链路计算（planner.links）；用时相同时，选 TP 留在节点内的方案",
     "DP groups across nodes: one NIC per member per node": "跨节点的 DP 组：每个节点中每个成员一块网卡",
     "a hierarchical reduction drives 8 NICs per node when TP x PP = 1, one when TP x PP >= 8":
         "TP x PP = 1 时，分层规约在每个节点驱动 8 块网卡；TP x PP >= 8 时只驱动一块",

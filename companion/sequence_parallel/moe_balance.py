@@ -33,7 +33,7 @@ from ..experiments import experiment
 from ..validation import one_of, positive_int, positive_number, preflight
 from .moe import MoE, _capacity, route
 
-__all__ = ["load_ratio", "update_bias", "zipf_offset", "dropless_forward",
+__all__ = ["load_ratio", "update_bias", "switch_aux_loss", "zipf_offset", "dropless_forward",
            "balance_reference", "moe_load_balance"]
 
 
@@ -43,6 +43,27 @@ def load_ratio(load) -> float:
     if load.dim() != 1 or load.numel() == 0 or bool((load < 0).any()) or load.sum() <= 0:
         raise ValueError(f"load={load.tolist()}: pass a 1-D list of counts >= 0, not all zero.")
     return (load.max() / load.mean()).item()
+
+
+def switch_aux_loss(logits: torch.Tensor, top_k: int = 1, alpha: float = 0.01) -> float:
+    """The Switch Transformer's auxiliary load-balancing loss (Fedus et al. 2021, §2.2),
+    ``alpha * E * sum_i f_i P_i`` for router ``logits`` ``[tokens, E]``: ``f_i`` is the
+    share of the ``tokens * top_k`` assignments that ``sequence_parallel.moe.route`` gives
+    expert ``i`` (Switch routes top-1; for top-k every choice counts, so that uniform
+    routing still gives ``alpha``), ``P_i`` the mean router probability of expert ``i``.
+    Switch uses ``alpha = 1e-2``; the loss is ``alpha`` when ``P`` is uniform.
+
+    Notebook 06 section 7 writes it in prose and balances its run with DeepSeek-V3's bias
+    (:func:`update_bias`) instead; the cheat-sheet's section 12 prints it."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] < 1:
+        raise ValueError("logits: pass the router's [tokens, experts] logits as a tensor.")
+    positive_int("top_k", top_k, "pass the experts each token goes to, e.g. top_k=1.")
+    positive_number("alpha", alpha, "pass the loss weight, e.g. alpha=0.01 (Switch's).")
+    n_tokens, n_experts = logits.shape
+    _token, expert, _slot, _gate = route(logits, top_k, n_tokens * top_k)  # nothing dropped
+    f = torch.bincount(expert, minlength=n_experts).double() / (n_tokens * top_k)
+    p = logits.double().softmax(dim=-1).mean(dim=0)
+    return alpha * n_experts * float((f * p).sum())
 
 
 def update_bias(bias: torch.Tensor, load, gamma: float) -> torch.Tensor:
