@@ -9,9 +9,10 @@ send one message and receive one message at a time, so a round in which the busi
 rank handles k messages of n bytes in one direction costs ``k * alpha + k * n / beta``
 (Hockney's model with a single port). Summed over rounds, every all-reduce is
 ``T(n) = a * alpha + b * n / beta`` for a tensor of n bytes, with (a, b) from
-:func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for ring, tree, recursive
-doubling and recursive halving/doubling). Computation (the additions) is left out; on
-a CPU it is not free, and notebook 02 shows where that shows.
+:func:`coefficients` (Thakur, Rabenseifner & Gropp 2005 for the tree, recursive
+doubling and recursive halving/doubling; Patarasuk & Yuan 2009 for the ring).
+Computation (the additions) is left out; on a CPU it is not free, and notebook 02 shows
+where that shows.
 
 Recursive doubling against Rabenseifner's recursive halving/doubling (N = 2^k), the
 switch MPICH makes by message size::

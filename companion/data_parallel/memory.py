@@ -168,8 +168,9 @@ def communication_volume(num_params, world_size, stage, bytes_per_element=2) -> 
     stage 3 all-gathers the parameters twice (forward and backward). Returns
     per-collective bytes, ``"total"`` (ring bytes each rank sends), ``"times_params"``
     (``total`` over the parameter bytes: the course's "x the parameter bytes", exactly
-    ``m (N - 1) / N``) and ``"multiple"`` (``m``: 2, 2, 2, 3, the large-N limit that CS336
-    L8 quotes as "2x" and "3x"). Taught in notebook 03, section 3.
+    ``m (N - 1) / N``) and ``"multiple"`` (``m``: 2, 2, 2, 3, the large-N limit: the ZeRO
+    paper's 2 Psi, 2 Psi and 3 Psi of its section 7; CS336 L8 quotes DDP's as "2 times
+    parameters" and ZeRO-3's as one all-gather more). Taught in notebook 03, section 3.
     """
     _positive("num_params", num_params)
     _positive("world_size", world_size)

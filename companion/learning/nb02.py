@@ -76,7 +76,7 @@ PARAMETER_SERVER = register(Exercise(
 ))
 
 
-# ---- 02.tree (core) ------------------------------------------------------------------
+# ---- 02.tree (stretch) ---------------------------------------------------------------
 def tree_inputs(rank: int, world_size: int) -> tuple:
     return (torch.arange(5, dtype=torch.float32) + 10 * rank,)
 

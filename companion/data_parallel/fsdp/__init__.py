@@ -30,10 +30,11 @@ one per tensor, the same bytes.
 ``prefetch=True`` issues unit k+1's all-gather asynchronously while unit k computes, in
 forward, and unit k-1's while unit k computes in backward (units in reverse order), so
 the transfer hides under compute (CS336 L8 section 3.5; notebook 10 measures it). The
-price is memory: two units are unsharded at once instead of one. It is off by default so
-that notebook 03's just-in-time timeline shows one gathered unit at a time; torch's FSDP2
-prefetches by default. The arithmetic is the same either way, bit for bit: prefetching
-changes when the bytes travel, not which bytes are added.
+price is memory: two blocks are unsharded at once instead of one (the root, which holds
+the embeddings and the head, stays gathered through each pass either way). It is off by
+default so that notebook 03's just-in-time timeline shows one gathered block at a time;
+torch's FSDP2 prefetches by default. The arithmetic is the same either way, bit for bit:
+prefetching changes when the bytes travel, not which bytes are added.
 
 ``link=DelayedComm(alpha, beta)`` (:mod:`companion.network.delayed`) sends every collective of the
 training step through an emulated link; ``fsdp.comm.records = []`` times each of them
