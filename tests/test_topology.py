@@ -308,6 +308,11 @@ def test_the_rack_tradeoff_is_derived_from_the_published_totals():
     assert 3.5 < rack["power"] < 4.0 and 2.2 < rack["watts_per_flop"] < 2.4
     assert rack["watts_per_flop"] * rack["compute"] == pytest.approx(rack["power"])
     assert rack["systems"]["GB200 NVL72"]["tflops_per_chip"] == 2500.0
+    # Huawei's paper (arXiv 2506.12708): 752 TFLOP/s per 910C, ~289 PFLOP/s for the 384,
+    # a few percent under SemiAnalysis's 300 (notebook 11 prints both)
+    paper = trends.CLOUDMATRIX_PAPER
+    assert paper["chips"] == cm["chips"]
+    assert 0.95 < paper["chips"] * paper["bf16_tflops_per_chip"] / 1e3 / cm["dense_bf16_pflops"] < 1.0
 
 
 def test_bisection_per_chip_shares_the_cut_among_half_the_chips():

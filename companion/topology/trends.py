@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..validation import positive_int, positive_number
 
-__all__ = ["SCALE_UP_SYSTEMS", "VIRGO", "rack_tradeoff", "bisection_per_chip"]
+__all__ = ["SCALE_UP_SYSTEMS", "CLOUDMATRIX_PAPER", "VIRGO", "rack_tradeoff", "bisection_per_chip"]
 
 # SemiAnalysis, "Huawei AI CloudMatrix 384 - China's Answer to Nvidia GB200 NVL72"
 # (April 2025): dense BF16 compute and whole-system power, both estimates of theirs.
@@ -27,6 +27,11 @@ SCALE_UP_SYSTEMS = {
     "CloudMatrix 384": {"chips": 384, "dense_bf16_pflops": 300.0, "power_kw": 559.0,
                         "source": SEMIANALYSIS},
 }
+# Huawei's own paper on the system: Zuo et al. 2025, "Serving Large Language Models on
+# Huawei CloudMatrix384" (arXiv 2506.12708): 384 Ascend 910C, each two dies, 752 TFLOP/s
+# of BF16 per chip. It puts the whole a few percent under SemiAnalysis's estimate above.
+CLOUDMATRIX_PAPER = {"chips": 384, "bf16_tflops_per_chip": 752.0,
+                     "source": "https://arxiv.org/abs/2506.12708"}
 # Google Cloud blog, "Introducing Virgo Network, Google's scale-out AI data center fabric"
 # (Siman-Tov and Singh, 22 April 2026): 134,000 TPU 8t chips in one non-blocking fabric
 # with up to 47 Pb/s of bisection bandwidth.
