@@ -8,7 +8,7 @@ import companion
 from companion import LaunchError, launch
 from companion.compression import (DGC, DGCConfig, PowerSGD, QuantizedExchange, Threshold, ablation,
                                    ablation_settings, densification, train_many, split_digits, train,
-                                   train_stacked, train_torch_powersgd)
+                                   torch_powersgd_bytes, train_stacked, train_torch_powersgd)
 
 
 def _local_grad(rank):
@@ -104,6 +104,9 @@ def test_torch_powersgd_hook_trains_like_ours_and_batched_hook_fails_on_cpu():
     # not the same numbers. Both must learn, to similar loss.
     assert abs(sum(ours["losses"][-10:]) - sum(theirs["losses"][-10:])) / 10 < 0.3
     assert ours["test_acc"][-1] > 0.6 and theirs["test_acc"][-1] > 0.6
+    # The bytes the hook counts itself are ours, and torch_powersgd_bytes' rule.
+    shapes = [(32, 64), (10, 32)]
+    assert theirs["bytes_per_step"] == ours["bytes"][-1] == torch_powersgd_bytes(shapes, 2)
     with pytest.raises(LaunchError, match="AssertionError"):
         launch(train_torch_powersgd, world_size=2, batched=True, **dict(kw, steps=4), timeout=30)
 

@@ -254,7 +254,10 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
                          global_batch: int = 64, hidden: int = 128, seed: int = 0,
                          powersgd_rank: int = 2, eval_every: int = 25, batched: bool = False,
                          data=None) -> dict:
-    """The same training with torch's DDP + ``powerSGD_hook`` (or the batched hook)."""
+    """The same training with torch's DDP + ``powerSGD_hook`` (or the batched hook).
+
+    ``bytes_per_step``: the fp32 bytes the hook all-reduced per compressed step, from its
+    own counters (``PowerSGDState.total_numel_after_compression``)."""
     import torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook as ps
     from torch.nn.parallel import DistributedDataParallel
 
@@ -265,7 +268,7 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
     model = BiasFreeMLP(hidden=hidden, seed=seed)
     ddp = DistributedDataParallel(model)
     # start_powerSGD_iter=2 is the earliest torch allows with error feedback; our
-    # PowerSGD compresses from step 0, so the first step differs slightly.
+    # PowerSGD compresses from step 0, so the first two steps differ slightly.
     state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=powersgd_rank,
                              start_powerSGD_iter=2, min_compression_rate=0.0,
                              use_error_feedback=True, warm_start=True, random_seed=seed)
@@ -282,4 +285,9 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
         if (step + 1) % eval_every == 0 or step == steps - 1:
             out["eval_steps"].append(step + 1)
             out["test_acc"].append(_accuracy(model, x_test, y_test))
+    # The hook's own count of the numbers it all-reduced once compressing (its P's, Q's
+    # and uncompressed tensors), per compressed step, as fp32 bytes.
+    compressed_steps = state.iter - state.start_powerSGD_iter
+    if compressed_steps > 0:
+        out["bytes_per_step"] = 4 * state.total_numel_after_compression // compressed_steps
     return out
