@@ -142,6 +142,8 @@ NOTEBOOK_ZH_CN = {
     "row then col": "先 row 后 col",
     "dp then dp (data parallel)": "两个都用 dp（数据并行）",
     "col then col": "两个都用 col",
+    "vision": "视觉",
+    "language": "语言",
     "rep then rep": "两个都用 rep（复制）",
     "equal axes (NVLink both)": "两轴相同（都是 NVLink）",
     "axis 0 across nodes, axis 1 NVLink": "轴 0 跨节点，轴 1 为 NVLink",
