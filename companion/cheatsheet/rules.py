@@ -37,7 +37,7 @@ PLANNER_RULES = [
      _("bubble (p-1)/(m+p-1); with m < p the pipeline never fills"), "evaluate: reason, bubble",
      "04 §2, §4 · L19 p.79-80"),
     (_("no ZeRO-2/3 together with PP"), _("gradients or weights would move once per micro-batch"),
-     "evaluate: reason", "09 §3 · CS336 L8 §3.3-3.5"),
+     "evaluate: reason", "12 §6 · CS336 L8 §3.3-3.5"),
     (_("minimise model parallelism, give the rest to DP (ZeRO/FSDP when memory is short)"),
      _("DP scales compute with the least communication per FLOP"),
      _("plan: ranking by step time"), "09 §6 · CS336 L8 §7.2"),
