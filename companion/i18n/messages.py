@@ -3,6 +3,7 @@
 ``data/messages.zh-TW.json``, is generated from this one by ``python -m companion.tools.i18n_build``
 (companion.tools.zh_tw); edit only this file, :mod:`.runtime_strings` and :mod:`.cheatsheet_strings`. Placeholders ({rank}, ...) must stay as they are:
 tests/test_translations.py checks them, and that every ``_("...")`` has an entry here.
+This module is a table of data: one entry per message, however many the package has.
 Terms follow docs/glossary.md's zh-CN column (rank stays "rank", as in the notebooks).
 This module is a table of data: one entry per message, however many the package has.
 The words of figures, tables and run summaries are in :mod:`.runtime_strings`, merged below.

@@ -3,6 +3,7 @@ experiment summaries, the planner's reasons and the cheat-sheet's tables show, k
 English text like :mod:`.messages` (which merges this table into ``ZH_CN``, so every
 lookup, the zh-TW build and tests/test_translations.py see one table). Split from it by
 concept: these are the words of figures and tables, those of the checker and the grader.
+This module is a table of data: one entry per message, however many the package shows.
 This module is a table of data: one entry per message, however many the package has.
 """
 
