@@ -601,6 +601,7 @@ CASES = [
     Case("search_5d/batch-zero", wauto.search_5d, (LLAMA, CLUSTER, 0), {}, ValueError, "global_batch"),
     Case("search_5d/dualpipe", wauto.search_5d, (LLAMA, CLUSTER, 64), {"dualpipe": 1}, TypeError, "dualpipe"),
     Case("rack_tradeoff/unknown", trends.rack_tradeoff, ("DGX H100",), {}, ValueError, "base"),
+    Case("rack_tradeoff/pflops", trends.rack_tradeoff, (), {"other_pflops": -1.0}, ValueError, "other_pflops"),
     Case("bisection_per_chip/one-chip", trends.bisection_per_chip, (1, 47e15), {}, ValueError, "chips"),
     Case("bisection_per_chip/zero-bandwidth", trends.bisection_per_chip, (4, 0.0), {}, ValueError, "bisection_bits_per_s"),
     Case("training_flops/params-zero", why_distribute.training_flops, (0, 1e9), {}, ValueError, "params"),

@@ -312,7 +312,14 @@ def test_the_rack_tradeoff_is_derived_from_the_published_totals():
     # a few percent under SemiAnalysis's 300 (notebook 11 prints both)
     paper = trends.CLOUDMATRIX_PAPER
     assert paper["chips"] == cm["chips"]
-    assert 0.95 < paper["chips"] * paper["bf16_tflops_per_chip"] / 1e3 / cm["dense_bf16_pflops"] < 1.0
+    paper_pflops = paper["chips"] * paper["bf16_tflops_per_chip"] / 1e3
+    assert 0.95 < paper_pflops / cm["dense_bf16_pflops"] < 1.0
+    # with the paper's compute and the same power, the watts per FLOP/s rise by the inverse
+    with_paper = trends.rack_tradeoff(other_pflops=paper_pflops)
+    assert with_paper["power"] == rack["power"]
+    assert with_paper["watts_per_flop"] == pytest.approx(
+        rack["watts_per_flop"] * cm["dense_bf16_pflops"] / paper_pflops)
+    assert trends.SCALE_UP_SYSTEMS["CloudMatrix 384"]["dense_bf16_pflops"] == cm["dense_bf16_pflops"]
 
 
 def test_bisection_per_chip_shares_the_cut_among_half_the_chips():

@@ -39,16 +39,23 @@ VIRGO = {"chips": 134_000, "bisection_bits_per_s": 47e15,
          "source": "https://cloud.google.com/blog/products/networking/introducing-virgo-megascale-data-center-fabric"}
 
 
-def rack_tradeoff(base: str = "GB200 NVL72", other: str = "CloudMatrix 384") -> dict:
+def rack_tradeoff(base: str = "GB200 NVL72", other: str = "CloudMatrix 384",
+                  other_pflops: float | None = None) -> dict:
     """Per-chip compute, watts per dense TFLOP/s and the ratios of ``other`` to ``base``:
-    how many more chips share one all-to-all domain, and what that costs in power."""
+    how many more chips share one all-to-all domain, and what that costs in power.
+    ``other_pflops`` replaces ``other``'s compute (e.g. Huawei's own figure,
+    :data:`CLOUDMATRIX_PAPER`), its power staying the table's."""
     for name, value in (("base", base), ("other", other)):
         if value not in SCALE_UP_SYSTEMS:
             raise ValueError(f"{name}={value!r} is not a system here; use one of "
                              f"{sorted(SCALE_UP_SYSTEMS)}")
+    if other_pflops is not None:
+        positive_number("other_pflops", other_pflops, "pass the system's dense PFLOP/s, e.g. 289.")
     rows = {}
     for name in (base, other):
-        s = SCALE_UP_SYSTEMS[name]
+        s = dict(SCALE_UP_SYSTEMS[name])
+        if name == other and other_pflops is not None:
+            s["dense_bf16_pflops"] = other_pflops
         rows[name] = {**s, "tflops_per_chip": 1e3 * s["dense_bf16_pflops"] / s["chips"],
                       "watts_per_tflops": 1e3 * s["power_kw"] / (1e3 * s["dense_bf16_pflops"])}
     a, b = rows[base], rows[other]
