@@ -100,6 +100,18 @@ def choose_backend(backend: str, world_size: int) -> tuple[str, str]:
                      "ranks compute on CPU").format(gpus=gpus, world_size=world_size)
 
 
+def backend_for(fn, backend: str, world_size: int) -> tuple[str, str]:
+    """:func:`choose_backend` for the rank function ``fn``: a lesson marked
+    :func:`companion.runtime.cpu_by_design` stays on gloo under "auto" even where there is a
+    GPU per rank, and the reason says why (notebook 00)."""
+    chosen, reason = choose_backend(backend, world_size)
+    why = getattr(fn, "cpu_by_design", None)
+    if why and backend == "auto" and chosen == "nccl":
+        return "gloo", _("{name} computes on the CPU on every machine: {why}").format(
+            name=getattr(fn, "__name__", "fn"), why=_(why))
+    return chosen, reason
+
+
 def validate_launch(world_size, timeout, backend) -> None:
     """TypeError/ValueError naming the fix for a world size, timeout or backend that cannot work."""
     positive_int("world_size", world_size, "pass a whole number of ranks such as 4.")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from . import runtime
 from .validation import nonnegative_int, positive_int
 
 if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; the package supports 3.10
@@ -107,7 +108,9 @@ class CharCorpus:
         self.text = load_corpus() if text is None else text
         self.vocab = sorted(set(self.text))
         self.stoi = {c: i for i, c in enumerate(self.vocab)}
-        self.ids = torch.tensor([self.stoi[c] for c in self.text], dtype=torch.long)
+        # Kept on the CPU: a batch is gathered from it there and moved to the rank's device.
+        self.ids = torch.tensor([self.stoi[c] for c in self.text], dtype=torch.long,
+                                device="cpu")
 
     @property
     def vocab_size(self) -> int:
@@ -116,19 +119,22 @@ class CharCorpus:
     def decode(self, ids) -> str:
         return "".join(self.vocab[int(i)] for i in ids)
 
-    def batch(self, step: int, batch_size: int, seq_len: int, seed: int = 0):
-        """Global batch ``(inputs, targets)`` of shape ``[batch_size, seq_len]`` for ``step``."""
+    def batch(self, step: int, batch_size: int, seq_len: int, seed: int = 0, device=None):
+        """Global batch ``(inputs, targets)`` of shape ``[batch_size, seq_len]`` for ``step``,
+        on ``device`` (default: :func:`companion.runtime.device`, the rank's own device)."""
         nonnegative_int("step", step, "pass the training step, counting from 0.")
         positive_int("batch_size", batch_size, "pass the number of windows, e.g. batch_size=8.")
         positive_int("seq_len", seq_len, f"pass a window length in 1..{len(self.ids) - 1}.")
         if seq_len >= len(self.ids):
             raise ValueError(f"seq_len must be in 1..{len(self.ids) - 1}, got {seq_len}.")
         gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
-        starts = torch.randint(0, len(self.ids) - seq_len, (batch_size,), generator=gen)
-        offsets = torch.arange(seq_len)
+        starts = torch.randint(0, len(self.ids) - seq_len, (batch_size,), generator=gen,
+                               device="cpu")
+        offsets = torch.arange(seq_len, device="cpu")
         x = self.ids[starts[:, None] + offsets]
         y = self.ids[starts[:, None] + offsets + 1]
-        return x, y
+        where = runtime.device() if device is None else device
+        return x.to(where), y.to(where)
 
 
 def global_batch_indices(n: int, batch_size: int, step: int, seed: int = 0) -> torch.Tensor:
@@ -151,7 +157,8 @@ def global_batch_indices(n: int, batch_size: int, step: int, seed: int = 0) -> t
 def _epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
     # Cached: notebook 07's lockstep runs ask for dozens of batches per step, and a
     # fresh generator and permutation each time cost more than the step's arithmetic.
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch),
+                          device="cpu")
     return perm
 
 
@@ -167,12 +174,16 @@ def shard(batch: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
 
 
 def digits_batch(step: int, batch_size: int, rank: int = 0, world_size: int = 1,
-                 seed: int = 0, data=None):
-    """``(x, y)`` for this rank at ``step``: its shard of the global digits batch."""
+                 seed: int = 0, data=None, device=None):
+    """``(x, y)`` for this rank at ``step``: its shard of the global digits batch, on
+    ``device`` (default: :func:`companion.runtime.device`, the rank's own device). The
+    digits and the batch's indices stay on the CPU; only the shard moves."""
     positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
     x, y = load_digits() if data is None else data
     idx = shard(global_batch_indices(len(y), batch_size, step, seed), rank, world_size)
-    return x[idx], y[idx]
+    idx = idx.to(x.device)
+    where = runtime.device() if device is None else device
+    return x[idx].to(where), y[idx].to(where)
 
 
 def verify_checksums() -> dict[str, bool]:

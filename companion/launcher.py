@@ -52,7 +52,7 @@ import torch.distributed as dist
 from torch.utils._pytree import tree_map
 
 from . import runtime
-from .backends import choose_backend, cpu_cores, max_world_size, validate_launch
+from .backends import backend_for, choose_backend, cpu_cores, max_world_size, validate_launch
 from .i18n import _
 from .supervisor import Forwarder, LaunchError, LaunchTimeout, collect, drain, stop
 from .i18n.errors import message_of
@@ -251,7 +251,7 @@ def launch(fn, *args, world_size: int = 2, backend: str = "auto", timeout: float
     validate_launch(world_size, timeout, "gloo" if plugin else backend)
     run_preflight(fn, args, kwargs, world_size)  # the rank function's own checks (@preflight)
     chosen, reason = ((backend, _("registered with torch.distributed; ranks compute on CPU"))
-                      if plugin else choose_backend(backend, world_size))
+                      if plugin else backend_for(fn, backend, world_size))
     threads = 1 if chosen == "nccl" else max(1, cpu_cores() // world_size)
     info = LaunchInfo(world_size, chosen, reason, threads)
     if not plugin and (chosen, reason) != _last_announced:   # the checker's own: no news

@@ -209,7 +209,39 @@ def backend() -> str | None:
 
 
 def device() -> torch.device:
-    """The device this rank should compute on: its own GPU under NCCL, else the CPU."""
+    """The device this rank should compute on: its own GPU under NCCL, else the CPU.
+
+    The one helper every rank function takes its device from (notebook 00); the GPU
+    check's audit (:mod:`companion.learning.placement`) finds tensors and models made without it."""
     if backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+
+def synchronize() -> None:
+    """Wait until this rank's device has finished its queued work; a no-op on the CPU.
+
+    Under NCCL a collective's ``wait()`` and a kernel launch return before the GPU is
+    done, so a clock read after them measures the host's issue time; every timing in a
+    rank function calls this before reading the clock."""
+    dev = device()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+# Why a rank function stays on the CPU on every machine; the launcher's banner says it.
+LOOPBACK = "it times gloo on this machine's loopback, which is the lesson; on GPUs it would time NVLink, another lesson"
+EMULATED = "it emulates nodes or a slow link on one machine with gloo"
+
+
+def cpu_by_design(why: str):
+    """Decorator: ``fn`` is a rank function whose lesson runs on the CPU on every machine
+    (``why``: :data:`LOOPBACK` or :data:`EMULATED`). Under ``backend="auto"`` the launcher
+    then starts gloo even where there is a GPU per rank, and its banner says why
+    (notebook 00); the GPU check keeps the list of such functions."""
+    one_of("why", why, (LOOPBACK, EMULATED), "use runtime.LOOPBACK or runtime.EMULATED.")
+
+    def mark(fn):
+        fn.cpu_by_design = why
+        return fn
+    return mark

@@ -183,6 +183,12 @@ RUNTIME_ZH_CN = {
         "可见 {gpus} 块 GPU，每个 rank 一块（rank r 使用 cuda:r）",
     "this torch build has no CUDA, so ranks compute on CPU":
         "这个 torch 版本不带 CUDA，因此各 rank 在 CPU 上计算",
+    "{name} computes on the CPU on every machine: {why}":
+        "{name} 在任何机器上都在 CPU 上计算：{why}",
+    "it times gloo on this machine's loopback, which is the lesson; on GPUs it would time NVLink, another lesson":
+        "它测的是本机回环上的 gloo，这正是本课的内容；在 GPU 上测到的会是 NVLink，那是另一课",
+    "it emulates nodes or a slow link on one machine with gloo":
+        "它在一台机器上用 gloo 模拟多个节点或一条慢链路",
     "no GPU visible, so ranks compute on CPU":
         "看不到 GPU，因此各 rank 在 CPU 上计算",
     "only {gpus} GPU(s) for {world_size} ranks and NCCL needs one per rank, so ranks compute on CPU":

@@ -56,10 +56,13 @@ def literal_messages() -> dict[str, str]:
 
 def looked_up_data() -> list[tuple[str, str]]:
     """(text, where) for the words of the package's data tables that notebooks show
-    through ``gettext``: the case studies' rows and the published runs' sources."""
+    through ``gettext``: the case studies' rows, the published runs' sources and the
+    reasons a lesson stays on the CPU (``runtime.cpu_by_design``)."""
+    from companion import runtime
     from companion.planner import case_studies, published
     return [(t, "companion/planner/case_studies.py") for t in case_studies.shown_texts()] + \
-        [(r.source, "companion/planner/published.py") for r in published.RUNS]
+        [(r.source, "companion/planner/published.py") for r in published.RUNS] + \
+        [(why, "companion/runtime.py") for why in (runtime.LOOPBACK, runtime.EMULATED)]
 
 
 def placeholders(text: str) -> set[str]:

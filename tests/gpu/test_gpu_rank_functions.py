@@ -1,25 +1,24 @@
-"""Every notebook's rank functions on a machine with a GPU.
+"""Notebook 00's and 03's rank functions on a machine with a GPU, and the CPU-only lessons.
 
-The package's ranks compute on ``companion.device()``: their own GPU under NCCL, else the
-CPU. Only a few rank functions build their tensors there (``DEVICE_AWARE``); the others
-compute on the CPU by design (``CPU_ONLY``, each with its reason): the course runs on
-laptops, their lessons are bytes and algorithms on gloo, and most compare against a
-float64 single-process reference bit for bit. This module checks three things:
+The package's ranks compute on ``companion.runtime.device()``: their own GPU under NCCL,
+else the CPU. A few lessons stay on the CPU on every machine (``CPU_ONLY``: they time
+loopback or emulate a node or a link, and say so in the launch banner). This module
+checks three things:
 
-1. the device-aware ones run on cuda:0 at world size 1 under NCCL, and notebook 03's
-   trainings there end where the same training on the CPU ends;
+1. notebook 00's first experiments run on cuda:0 at world size 1 under NCCL, and notebook
+   03's trainings there end where the same training on the CPU ends;
 2. the notebook cells that launch ONE rank with the launcher's default backend ("auto",
    which picks NCCL as soon as one GPU is visible) still work on such a machine;
-3. every CPU-only rank function still runs (gloo, as the notebooks launch it on a machine
-   with one GPU and world size >= 2) where CUDA is visible: torch APIs that default to
-   CUDA when it exists (device meshes, FSDP2, pipelining stages) would show up here.
+3. every CPU-only rank function runs under ``backend="auto"`` on gloo where CUDA is
+   visible.
 
-A rank function registered with ``@experiment`` must appear in exactly one of the two
-tables (the first test), so a new notebook's experiments get classified.
+Where every other rank function computes is checked by ``test_gpu_placement.py``. A rank
+function registered with ``@experiment`` must appear in exactly one of the two tables (the
+first test), so a new notebook's experiments get classified.
 
 Time on one GPU (estimates; not measured): (1) ~40 s (three NCCL launches; eight small
-trainings), (2) ~30 s (four launches plus two gloo references), (3) ~26 gloo launches of
-1-5 s each on a 16-core machine, ~90 s. Whole module ~2.5 min.
+trainings), (2) ~30 s (four launches plus two gloo references), (3) five gloo launches of
+1-5 s each. Whole module ~1.5 min.
 """
 from __future__ import annotations
 
@@ -48,6 +47,8 @@ def test_every_experiment_is_classified():
                          "add each to DEVICE_AWARE or CPU_ONLY in tests/gpu/gpu_tables.py")
     gone = (set(DEVICE_AWARE) | set(CPU_ONLY)) - names
     assert not gone, f"no longer registered: {sorted(gone)}"
+    marked = {n for n in names if getattr(experiments.get(n).fn, "cpu_by_design", None)}
+    assert marked == set(CPU_ONLY)
 
 
 # ---- 1. the device-aware rank functions on cuda:0 ------------------------------------
@@ -129,7 +130,7 @@ def _plain(x):
 @pytest.mark.parametrize("cell", list(WORLD_SIZE_1_CELLS))
 def test_one_rank_notebook_cell_under_the_default_backend(cell):
     """On a one-GPU machine (Colab, a workstation) ``launch(fn, world_size=1)`` picks NCCL;
-    the cell must still run, and give what it gives under gloo when it computes on the CPU."""
+    the cell must still run there, on the GPU (``test_gpu_placement.py`` checks where)."""
     fn, kwargs = WORLD_SIZE_1_CELLS[cell]()
     try:
         (got,) = companion.launch(fn, world_size=1, timeout=TIMEOUT, **kwargs)
@@ -139,15 +140,19 @@ def test_one_rank_notebook_cell_under_the_default_backend(cell):
                     f"failed on this machine: {str(err).splitlines()[0]}")
     assert launcher.last_launch.backend == (BACKEND if MODE == "cuda" else
                                             launcher.choose_backend("auto", 1)[0])
-    if cell in ("05-tp-at-t-1", "07-densification-at-n-1"):  # CPU compute: same as gloo
+    if MODE == "cpu":  # the dry run: both launches are gloo on the CPU, so the same bits
         (ref,) = companion.launch(fn, world_size=1, backend="gloo", timeout=TIMEOUT, **kwargs)
         assert _plain(got) == _plain(ref)
 
 
-# ---- 3. CPU-only rank functions where CUDA is visible ----------------------------------
+# ---- 3. CPU-only rank functions under the default backend -------------------------------
 @pytest.mark.parametrize("name", sorted(CPU_ONLY))
-def test_cpu_only_rank_function_runs_where_cuda_is_visible(name):
-    world_size, kwargs, _why = CPU_ONLY[name]
+def test_cpu_only_rank_function_runs_on_gloo_under_auto(name):
+    """``backend="auto"`` is what a notebook cell uses: a lesson marked ``cpu_by_design``
+    runs on gloo even where there is a GPU per rank, and torch APIs that default to CUDA
+    where it exists would show up here."""
+    world_size, kwargs = CPU_ONLY[name]
     results = companion.launch(experiments.get(name).fn, world_size=world_size,
-                               backend="gloo", timeout=TIMEOUT, **kwargs)
+                               timeout=TIMEOUT, **kwargs)
     assert len(results) == world_size and results[0] is not None
+    assert launcher.last_launch.backend == "gloo"
