@@ -32,6 +32,7 @@ from torch import nn
 import companion
 from companion import (backends, basics, data, dga, experiments, hardware, hybrid, models,
                        runtime, sequence_parallel)
+from companion.learning import placement
 from companion.collectives import costmodel
 from companion.collectives import log as comm_log
 from companion.data_parallel import memory, param_server, zero
@@ -184,6 +185,9 @@ CASES = [
     Case("process_group/world_size", enter_process_group, (), {"rank": 0, "world_size": -2}, ValueError, "world_size"),
     # --- exercises and experiments ---------------------------------------------------
     # --- the learning loop ----------------------------------------------------
+    Case("audit/not-callable", placement.audit, ("train",), {}, TypeError, r"\bfn\b"),
+    Case("audit/kwargs-not-dict", placement.audit, (print, [1]), {}, TypeError, "kwargs"),
+    Case("audit/unknown-kwarg", placement.audit, (print, {"colour": 1}), {}, TypeError, "colour"),
     Case("exercise/no-dot", learning.exercise, ("average",), {}, ValueError, "exercise_id"),
     Case("exercise/unknown", learning.exercise, ("00.no-such",), {}, ValueError, "exercise_id"),
     Case("exercise/not-str", learning.exercise, (7,), {}, ValueError, "exercise_id"),
@@ -921,6 +925,7 @@ CASES = [
 # Public names that take no size, name or callable (or only objects built by the
 # package itself), so there is no bad value of that kind to feed them.
 NOT_APPLICABLE = {
+    "Audit": "the record placement.audit builds after checking its arguments",
     "CaseResult": "a record that planner.case_studies.evaluate_case builds from a checked row",
     "FitReport": "a record that planner.fit.fit builds after checking its arguments",
     "apply_tensor_parallel": "called by measure_memory after Layout.check has refused a "

@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 
 from . import ALL_REDUCE_ALGORITHMS
+from .. import runtime
 from ..experiments import experiment
 from ..validation import one_of, positive_int, positive_number, preflight
 
@@ -209,8 +210,9 @@ def _best_seconds(fn, repeats: int) -> float:
         dist.barrier()
         start = time.perf_counter()
         fn()
-        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective ends when its last rank does
+        # A host clock reading, so a host tensor; the collective ends when its last rank does.
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64, device="cpu")
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
         times.append(elapsed.item())
     return float(min(times))
 
@@ -229,6 +231,7 @@ def _check_timing(algorithms, sizes, repeats) -> None:
 
 @experiment("collectives_ping_pong",
             summarize=lambda res: "\n".join(f"{n:>10} B  {t * 1e6:9.1f} us" for n, t in res[0]))
+@runtime.cpu_by_design(runtime.LOOPBACK)
 @preflight(_check_sizes)
 def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
     """One-way time of a message between ranks 0 and 1 (half a round trip), per size."""
@@ -236,7 +239,7 @@ def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
     r = dist.get_rank()
     out = []
     for nbytes in sizes:
-        buf = torch.zeros(max(int(nbytes) // 4, 1))
+        buf = torch.zeros(max(int(nbytes) // 4, 1), device="cpu")
         def trip():  # noqa: E306
             if r == 0:
                 dist.send(buf, 1)
@@ -250,6 +253,7 @@ def ping_pong(sizes=(1024, 65536, 1 << 20), repeats: int = 5):
 
 
 @experiment("collectives_timing")
+@runtime.cpu_by_design(runtime.LOOPBACK)
 @preflight(_check_timing)
 def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int = 3,
                     builtin: bool = True):
@@ -261,7 +265,7 @@ def time_all_reduce(algorithms=ALGORITHMS, sizes=(1024, 1 << 20), repeats: int =
     _check_timing(algorithms, sizes, repeats)
     out = {}
     for nbytes in sizes:
-        x = torch.randn(max(int(nbytes) // 4, 1))
+        x = torch.randn(max(int(nbytes) // 4, 1), device="cpu")
         y = x.clone()
         runs = {name: (lambda fn=ALL_REDUCE_ALGORITHMS[name]: fn(x)) for name in algorithms}
         if builtin:

@@ -11,11 +11,12 @@ from ..i18n import gettext as tr
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..experiments import experiment
 from .all_reduce import ALL_REDUCE_ALGORITHMS
 from .primitives import (all_gather, all_to_all, broadcast, gather, reduce, reduce_scatter,
                          scatter)
-from .traffic import traffic
+from .traffic import chunk_sizes, traffic
 from ..validation import one_of, positive_int, preflight
 
 __all__ = ["rank_values", "primitives_demo", "all_reduce_demo", "record", "traffic_sweep"]
@@ -35,7 +36,8 @@ def _check_record(names, numel) -> None:
 def rank_values(numel: int = 4) -> torch.Tensor:
     """Rank r's demo tensor ``[10r+1, 10r+2, ...]``: sums stay readable and exact."""
     _check_numel(numel)
-    return torch.arange(1, numel + 1, dtype=torch.float32) + 10 * dist.get_rank()
+    dev = runtime.device()
+    return torch.arange(1, numel + 1, dtype=torch.float32, device=dev) + 10 * dist.get_rank()
 
 
 def _table(results) -> str:
@@ -100,7 +102,7 @@ def record(*names: str, numel: int = 8):
             if name == "reduce_scatter":
                 x = reduce_scatter(x)
             elif name == "all_gather":
-                sizes = [c.numel() for c in torch.empty(numel).tensor_split(n)]
+                sizes = chunk_sizes(numel, n)  # the chunks reduce_scatter left
                 mine = x if x.numel() == sizes[dist.get_rank()] else x.tensor_split(n)[dist.get_rank()]
                 x = torch.cat(all_gather(mine, sizes=sizes))
             else:
@@ -113,7 +115,8 @@ def record(*names: str, numel: int = 8):
 def traffic_sweep(numel: int = 4096) -> dict:
     """Per algorithm, this rank's traffic summary for one all-reduce of ``numel`` floats."""
     _check_numel(numel)
-    x = torch.ones(numel)
+    dev = runtime.device()
+    x = torch.ones(numel, device=dev)
     out = {}
     for name, fn in ALL_REDUCE_ALGORITHMS.items():
         with traffic() as t:

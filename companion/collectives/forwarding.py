@@ -43,8 +43,9 @@ def _ring_all_to_all(items, members, name):
     like = items[p]
     for s in range(1, cw_max + 1):
         sends, recvs = [], []
-        cw_in = torch.empty(like.numel() * (cw_max - s + 1), dtype=like.dtype)
-        ccw_in = torch.empty(like.numel() * max(0, ccw_max - s + 1), dtype=like.dtype)
+        cw_in = torch.empty(like.numel() * (cw_max - s + 1), dtype=like.dtype, device=like.device)
+        ccw_in = torch.empty(like.numel() * max(0, ccw_max - s + 1), dtype=like.dtype,
+                             device=like.device)
         if cw:
             sends.append((right, torch.cat(cw), 0, "copy"))
             recvs.append((left, cw_in, 0, "copy"))

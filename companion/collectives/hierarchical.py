@@ -69,7 +69,8 @@ def _reduce_scatter(rings, name) -> None:
                 ring.buf.copy_(ring.src)
         return
     offs = [ring.offsets() for ring in rings]
-    spare = [torch.empty(max(1, ring.buf.numel()), dtype=ring.buf.dtype) for ring in rings]
+    spare = [torch.empty(max(1, ring.buf.numel()), dtype=ring.buf.dtype, device=ring.buf.device)
+             for ring in rings]
     for s in range(length - 1):
         sends, recvs, adds = [], [], []
         for ring, off, incoming in zip(rings, offs, spare):
@@ -205,13 +206,15 @@ def _summarize(results) -> str:
 
 
 @experiment("hierarchical_all_reduce", summarize=_summarize)
+@runtime.cpu_by_design(runtime.EMULATED)
 @preflight(_check_demo)
 def hierarchical_demo(numel: int = 840, ranks_per_node: int | None = None) -> dict:
     """Hierarchical all-reduce against dist.all_reduce; the node groups it formed."""
     _check_demo(numel, ranks_per_node, runtime.world_size())
     r = dist.get_rank()
     g = torch.Generator().manual_seed(r)
-    x = torch.randint(-8, 9, (numel,), generator=g).float()  # small integers: exact sums
+    # small integers: exact sums; on the CPU, the ranks standing in for nodes
+    x = torch.randint(-8, 9, (numel,), generator=g, device="cpu").float()
     with traffic() as t:
         y = hierarchical_all_reduce(x, ranks_per_node=ranks_per_node)
     ref = x.clone()

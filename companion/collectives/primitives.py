@@ -276,8 +276,11 @@ def _exchange_shapes(inputs, n, r):
         if len(shape) > _MAX_DIMS:
             raise ValueError(f"all_to_all supports tensors of up to {_MAX_DIMS} dimensions; "
                              "reshape, or pass output_shapes.")
-        out = torch.tensor([len(shape), *shape] + [0] * (_MAX_DIMS - len(shape)), dtype=torch.int64)
-        got = torch.empty(_MAX_DIMS + 1, dtype=torch.int64)
+        # Shapes are metadata the host reads back at once: on the CPU, where gloo carries
+        # them beside NCCL, rather than a round trip through the GPU.
+        out = torch.tensor([len(shape), *shape] + [0] * (_MAX_DIMS - len(shape)),
+                           dtype=torch.int64, device="cpu")
+        got = torch.empty(_MAX_DIMS + 1, dtype=torch.int64, device="cpu")
         exchange([(to, out, 0, "meta")], [(frm, got, 0, "meta")], "all_to_all")
         shapes[frm] = tuple(got[1:1 + int(got[0])].tolist())
     return shapes

@@ -79,11 +79,12 @@ def single_process_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                          hidden: int = 64, data=None) -> dict:
     """The reference: one process, the whole global batch, plain SGD."""
     _check(steps, batch_size, lr, hidden)
+    dev = runtime.device()
     data = load_digits() if data is None else data
-    model = TinyMLP(hidden=hidden)
+    model = TinyMLP(hidden=hidden).to(dev)
     losses = []
     for step in range(steps):
-        grad, loss = _local_gradient(model, *digits_batch(step, batch_size, data=data))
+        grad, loss = _local_gradient(model, *digits_batch(step, batch_size, data=data, device=dev))
         _sgd_(model, grad, lr)
         losses.append(loss)
     return {"losses": losses, "params": parameters_to_vector(model.parameters()).detach()}
@@ -109,10 +110,12 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
     final ``params``.
     """
     _check_server(steps, batch_size, lr, hidden, runtime.world_size())
+    dev = runtime.device()
     n, r = dist.get_world_size(), dist.get_rank()
     workers = n - 1
     data = load_digits() if data is None else data
-    model = TinyMLP(hidden=hidden)  # same seed everywhere; only the server's copy is trained
+    # same seed everywhere; only the server's copy is trained
+    model = TinyMLP(hidden=hidden).to(dev)
     weights = parameters_to_vector(model.parameters()).detach().clone()
     losses = []
     with traffic() as t:
@@ -121,7 +124,7 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
                 # 1. replicate: every worker pulls the current weights
                 exchange([(w, weights, 0, "copy") for w in range(1, n)], [], "pull")
                 # 4. push: the server receives each worker's gradient (and its loss)
-                pushed = [torch.empty(weights.numel() + 1) for _ in range(workers)]
+                pushed = [torch.empty(weights.numel() + 1, device=dev) for _ in range(workers)]
                 exchange([], [(w, pushed[w - 1], 0, "reduce") for w in range(1, n)], "push")
                 grad = torch.zeros_like(weights)
                 for g in pushed:  # in worker order, a fixed order
@@ -135,10 +138,11 @@ def parameter_server_train(steps: int = 20, batch_size: int = 48, lr: float = 0.
                 with torch.no_grad():
                     vector_to_parameters(weights, model.parameters())
                 # 2. split the data, 3. compute the gradient locally
-                x, y = digits_batch(step, batch_size, r - 1, workers, data=data)
+                x, y = digits_batch(step, batch_size, r - 1, workers, data=data, device=dev)
                 grad, loss = _local_gradient(model, x, y)
                 losses.append(loss)
-                exchange([(0, torch.cat([grad, torch.tensor([loss])]), 0, "reduce")], [], "push")
+                message = torch.cat([grad, torch.tensor([loss], device=dev)])
+                exchange([(0, message, 0, "reduce")], [], "push")
     out = {"losses": losses, "traffic": t.summary()}
     if r == 0:
         out["params"] = weights
@@ -151,16 +155,18 @@ def all_reduce_train(steps: int = 20, batch_size: int = 48, lr: float = 0.5,
                      hidden: int = 64, algorithm: str = "ring", data=None) -> dict:
     """Every rank a replica and a slice of the batch; gradients averaged by ``algorithm``."""
     _check(steps, batch_size, lr, hidden, algorithm, runtime.world_size())
+    dev = runtime.device()
     n, r = dist.get_world_size(), dist.get_rank()
     data = load_digits() if data is None else data
-    model = TinyMLP(hidden=hidden)
+    model = TinyMLP(hidden=hidden).to(dev)
     all_reduce = ALL_REDUCE_ALGORITHMS[algorithm]
     losses = []
     with traffic() as t:
         for step in range(steps):
-            grad, loss = _local_gradient(model, *digits_batch(step, batch_size, r, n, data=data))
+            x, y = digits_batch(step, batch_size, r, n, data=data, device=dev)
+            grad, loss = _local_gradient(model, x, y)
             # the loss rides along in the same all-reduce, so logging costs no extra message
-            avg = all_reduce(torch.cat([grad, torch.tensor([loss])]), op="avg")
+            avg = all_reduce(torch.cat([grad, torch.tensor([loss], device=dev)]), op="avg")
             _sgd_(model, avg[:-1], lr)
             losses.append(avg[-1].item())
     return {"losses": losses, "params": parameters_to_vector(model.parameters()).detach(),

@@ -30,10 +30,12 @@ import weakref
 
 import torch
 import torch.distributed as dist
+import torch.utils._device
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .. import runtime
+from ..validation import accepts, callable_arg, preflight, run_preflight
 
 __all__ = ["audit", "Audit"]
 
@@ -156,6 +158,17 @@ def _patched_collective(name, original, record):
     return call
 
 
+def _check_audit(fn, kwargs=None, also=(), world_size=None) -> None:
+    fix = ("pass the rank function and a dict of its keyword arguments, "
+           "e.g. audit(train, {'steps': 2}).")
+    callable_arg("fn", fn, fix)
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs must be a dict of fn's keyword arguments, got {kwargs!r}; {fix}")
+    accepts("fn", fn, (), kwargs or {})
+    run_preflight(fn, (), kwargs or {}, world_size)   # fn's own checks, before any rank
+
+
+@preflight(_check_audit)
 def audit(fn, kwargs: dict | None = None, also: tuple = ()) -> dict:
     """Rank function: run ``fn(**kwargs)`` on this rank and report where it computed.
 
@@ -164,6 +177,7 @@ def audit(fn, kwargs: dict | None = None, also: tuple = ()) -> dict:
     to collectives were seen, and every misplacement found (empty when ``fn`` follows
     :func:`companion.runtime.device` everywhere). ``fn``'s own result is dropped.
     Constructors are audited in the package's files and in the files named by ``also``."""
+    _check_audit(fn, kwargs, also, runtime.world_size())
     record = Audit(runtime.device(), (_PACKAGE, *also))
     c10d = dist.distributed_c10d
     saved = {name: getattr(dist, name) for name in _COLLECTIVES if hasattr(dist, name)}

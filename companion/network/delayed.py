@@ -46,6 +46,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..experiments import experiment
 from ..validation import positive_int, positive_number, preflight
 
@@ -234,6 +235,7 @@ def _check_measure(alphas_ms, nbytes, bandwidth_mbps, repeats) -> None:
 
 
 @experiment("latency_link", summarize=_summarize_link)
+@runtime.cpu_by_design(runtime.EMULATED)
 @preflight(_check_measure)
 def measure_link(*, alphas_ms=(0.0, 1.0, 10.0, 50.0), nbytes: int = 100_000,
                  bandwidth_mbps: float = math.inf, repeats: int = 3) -> list[dict]:
@@ -241,7 +243,8 @@ def measure_link(*, alphas_ms=(0.0, 1.0, 10.0, 50.0), nbytes: int = 100_000,
     this rank: from submission to the data in hand, next to ``alpha + bytes/beta``."""
     _check_measure(alphas_ms, nbytes, bandwidth_mbps, repeats)
     beta = bandwidth_mbps * 1e6 / 8
-    group, x, out = dist.new_group(backend="gloo"), torch.zeros(nbytes // 4), []
+    # On the CPU, like the gloo group it rides: the emulated link is the lesson.
+    group, x, out = dist.new_group(backend="gloo"), torch.zeros(nbytes // 4, device="cpu"), []
     for alpha_ms in alphas_ms:
         with DelayedComm(alpha_ms / 1e3, beta, group=group) as comm:
             total, real = [], []

@@ -136,12 +136,13 @@ def exchange(emu: Emulation, sends, recvs) -> tuple[list, list]:
     work, sent, headers = [], [], []
     for peer, tensor, *_ in sends:
         depart, done = ports.depart(me, peer, tensor.numel() * tensor.element_size(), posted)
-        header = torch.tensor([depart], dtype=torch.float64)
+        # The departure time is a host clock reading the receiver reads back at once.
+        header = torch.tensor([depart], dtype=torch.float64, device="cpu")
         work.append(dist.isend(header, dst=peer, tag=_HEADER_TAG))
         work.append(dist.isend(tensor.contiguous(), dst=peer))
         sent.append((depart, done))
     for peer, buffer, *_ in recvs:
-        header = torch.empty(1, dtype=torch.float64)
+        header = torch.empty(1, dtype=torch.float64, device="cpu")
         work.append(dist.irecv(header, src=peer, tag=_HEADER_TAG))
         work.append(dist.irecv(buffer, src=peer))
         headers.append(header)

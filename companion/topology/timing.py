@@ -27,12 +27,13 @@ __all__ = ["time_collectives"]
 def _call(algorithm: str, nbytes: int, n: int):
     from .. import collectives as C
 
+    # On the CPU: the emulated links, not the machine's own, are what is timed.
     if algorithm in ("all_to_all", "torus_all_to_all"):
-        blocks = [torch.ones(nbytes // 4) * dist.get_rank() for _ in range(n)]
+        blocks = [torch.ones(nbytes // 4, device="cpu") * dist.get_rank() for _ in range(n)]
         if algorithm == "all_to_all":
             return lambda: C.all_to_all(blocks, [b.shape for b in blocks])
         return lambda: C.torus_all_to_all(blocks)
-    x = torch.ones(nbytes // 4)
+    x = torch.ones(nbytes // 4, device="cpu")
     fn = {"ring": C.ring_all_reduce, "hierarchical": C.hierarchical_all_reduce,
           "torus": C.torus_all_reduce}[algorithm]
     return lambda: fn(x)
@@ -66,6 +67,7 @@ def _table(results) -> str:
 
 
 @experiment("topology_timing", summarize=_table)
+@runtime.cpu_by_design(runtime.EMULATED)
 @preflight(_check)
 def time_collectives(nodes: int = 2, ranks_per_node: int = 2, layout: str = "nodes",
                      intra=None, inter=None, algorithms=ALGORITHMS[:3],
@@ -93,7 +95,8 @@ def time_collectives(nodes: int = 2, ranks_per_node: int = 2, layout: str = "nod
                 with traffic() as t:
                     start = time.perf_counter()
                     run()
-                    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+                    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64,
+                                           device="cpu")  # a host clock reading
                 dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
                 if i:
                     times.append(elapsed.item())

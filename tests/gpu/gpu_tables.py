@@ -113,9 +113,11 @@ NOTEBOOK_LAUNCHES = {
     ("12", "hybrid.train_ep_dp"): "companion.hybrid:train_ep_dp",
 }
 
-# "module:function" -> (world size, keyword arguments that keep it short), for the functions
-# above that are not registered experiments and not ``cpu_by_design``.
+# "module:function" -> (world size, keyword arguments that keep it short[, positional
+# arguments]), for the functions above that are not registered experiments and not
+# ``cpu_by_design``.
 UNREGISTERED = {
+    "companion.collectives.demos:record": (4, {"numel": 8}, ("ring", "recursive_doubling")),
     "companion.data_parallel.runs:train_many": (
         2, {"configs": [dict(strategy=s, steps=1, d_model=64, freeze=False)
                         for s in ("ddp", "zero1", "zero2", "fsdp")]}),

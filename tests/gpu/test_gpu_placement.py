@@ -15,6 +15,7 @@ at world size 1 (estimates for the GPU; not measured, no GPU was lent when writt
 """
 from __future__ import annotations
 
+import functools
 import importlib
 
 import pytest
@@ -42,8 +43,13 @@ def _kwargs(value):
     return value
 
 
+def _unregistered(target, world_size, kwargs, args=()):
+    fn = functools.partial(_resolve(target), *args) if args else _resolve(target)
+    return fn, world_size, _kwargs(kwargs)
+
+
 RUNS = {**{name: (experiments.get(name).fn, ws, kw) for name, (ws, kw) in DEVICE_AWARE.items()},
-        **{t: (_resolve(t), ws, _kwargs(kw)) for t, (ws, kw) in UNREGISTERED.items()}}
+        **{t: _unregistered(t, *entry) for t, entry in UNREGISTERED.items()}}
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
