@@ -78,7 +78,8 @@ def test_every_function_a_notebook_launches_is_listed_and_classified():
         fn = _resolve(target)
         if fn in registered or getattr(fn, "cpu_by_design", None):
             continue
-        assert target in t.UNREGISTERED, (f"notebook {nb} launches {target}, which is no "
-                                          "experiment: give it a short run in UNREGISTERED")
+        assert target in t.UNREGISTERED, (
+            f"notebook {nb} launches {target}, which is no experiment: give it a short run "
+            "in UNREGISTERED")
     for target in t.UNREGISTERED:
         assert target in t.NOTEBOOK_LAUNCHES.values(), f"{target} is launched by no notebook"

@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from .. import runtime
 from ..validation import nonnegative_int, preflight
 from .graph import Graph
 from .ilp import _check, build, plan_cost, predicted_comm
@@ -79,16 +80,17 @@ def _attention_local(qkv, seq, d_head):
 
 
 def reference(graph: Graph, seed: int = 0, dtype=torch.float64) -> dict:
-    """The graph's input, weights and output-gradient probe, from ``seed`` (full tensors)."""
+    """The graph's input, weights and output-gradient probe, from ``seed`` (full tensors,
+    on the CPU: drawn from a CPU generator, the same numbers on every device)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"graph must be a Graph from autoparallel.mlp/attention_block/"
                         f"transformer, got {type(graph).__name__}.")
     nonnegative_int("seed", seed, "pass a seed such as 0.")
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(graph.nodes[0].shape, generator=gen, dtype=dtype)
-    weights = {n.name: torch.randn(n.weight, generator=gen, dtype=dtype) / math.sqrt(n.weight[0])
-               for n in graph.nodes if n.kind == "linear"}
-    probe = torch.randn(x.shape, generator=gen, dtype=dtype)
+    x = torch.randn(graph.nodes[0].shape, generator=gen, dtype=dtype, device="cpu")
+    weights = {n.name: torch.randn(n.weight, generator=gen, dtype=dtype, device="cpu")
+               / math.sqrt(n.weight[0]) for n in graph.nodes if n.kind == "linear"}
+    probe = torch.randn(x.shape, generator=gen, dtype=dtype, device="cpu")
     return {"x": x, "weights": weights, "probe": probe}
 
 
@@ -167,14 +169,17 @@ def run_plan(graph: Graph, plan: dict, mesh=(4,), seed: int = 0) -> dict:
     from torch.distributed.tensor import distribute_tensor
 
     _check_run(graph, plan, mesh, seed, dist.get_world_size())
+    dev = runtime.device()
     problem = build(graph, mesh, Hardware(peak_flops=1.0), "compute")
     strategy = {n: next(s for s in opts if s.name == plan[n]) for n, opts in problem.options.items()}
     t = reference(graph, seed)
+    t = {"x": t["x"].to(dev), "probe": t["probe"].to(dev),
+         "weights": {k: w.to(dev) for k, w in t["weights"].items()}}
     x = t["x"].clone().requires_grad_()
     ws = {k: w.clone().requires_grad_() for k, w in t["weights"].items()}
     _execute(graph, x, ws).backward(t["probe"])
 
-    dm = init_device_mesh("cpu", tuple(mesh))
+    dm = init_device_mesh(dev.type, tuple(mesh))
     dx = distribute_tensor(t["x"], dm, _placements(strategy["x"].output)).requires_grad_()
     dws = {k: distribute_tensor(w, dm, _placements(strategy[k].weight)).requires_grad_()
            for k, w in t["weights"].items()}
@@ -211,7 +216,7 @@ def run_plans(cases) -> list:
 
 def check_plans(cases, timeout: float = 120.0) -> list:
     """Launch every ``(graph, plan, mesh)`` (all meshes with the same number of devices)
-    on real CPU ranks; per case rank 0's result, the solver's prediction (``predicted``),
+    on real ranks; per case rank 0's result, the solver's prediction (``predicted``),
     whether measured equals predicted on every rank (``comm_matches``) and whether every
     rank equals one process (``equal_to_one_process``)."""
     import companion

@@ -64,14 +64,16 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
                schedule: str = "constant", data=None) -> list[dict]:
     """Train one model per entry of ``runs`` (each: ``seed`` plus :func:`train`'s
     compressor settings; any method but PowerSGD), one shared all-gather per step."""
+    dev = runtime.device()
     world, rank = runtime.world_size(), runtime.rank()
     _check_many(runs, steps, lr, momentum, global_batch, hidden, eval_every, schedule, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
+    x_test, y_test = x_test.to(dev), y_test.to(dev)
     state = []
     for settings in runs:
         settings = dict(settings)
         seed, method = settings.pop("seed", 0), settings.pop("method")
-        model = BiasFreeMLP(hidden=hidden, seed=seed)
+        model = BiasFreeMLP(hidden=hidden, seed=seed).to(dev)
         params = list(model.parameters())
         comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
                                seed=seed, **settings)
@@ -80,11 +82,13 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
                "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
         state.append((seed, model, params, comp, opt, out))
     equal_sizes = all(s[3].equal_sizes for s in state)
+    runtime.synchronize()
     cpu_start = time.process_time()
     for step in range(steps):
         payloads, counts, grads_all = [], [], []
         for seed, model, params, comp, opt, out in state:
-            x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
+            x, y = digits_batch(step, global_batch, rank, world, seed=seed,
+                                data=(x_train, y_train), device=dev)
             loss = F.cross_entropy(model(x), y)
             grads = list(torch.autograd.grad(loss, params))
             p = comp.encode(grads, step)
@@ -105,6 +109,7 @@ def train_many(runs: list[dict], *, steps: int = 300, lr: float = 0.1, momentum:
             if (step + 1) % eval_every == 0 or step == steps - 1:
                 out["eval_steps"].append(step + 1)
                 out["test_acc"].append(_accuracy(model, x_test, y_test))
+    runtime.synchronize()
     for *_, out in state:
         out["cpu_seconds"] = (time.process_time() - cpu_start) / len(state)
     return [s[-1] for s in state]

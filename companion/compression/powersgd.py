@@ -63,7 +63,10 @@ class PowerSGD:
 
     def _fresh_q(self, p: torch.Tensor) -> torch.Tensor:
         n, m = p.shape[0], p[0].numel()
-        return torch.randn(m, min(self.rank, n, m), generator=self.generator)
+        # Drawn from the CPU generator on the CPU: every rank, on any device, starts from
+        # the same Q.
+        q = torch.randn(m, min(self.rank, n, m), generator=self.generator, device="cpu")
+        return q.to(p.device)
 
     def lr_scale(self, step: int) -> float:
         return 1.0

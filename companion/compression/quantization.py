@@ -72,7 +72,7 @@ class Threshold:
 
     def decode(self, payload: dict, like: torch.Tensor) -> torch.Tensor:
         words = payload["words"].long()
-        out = torch.zeros(like.numel(), dtype=like.dtype)
+        out = torch.zeros(like.numel(), dtype=like.dtype, device=like.device)
         out[words >> 1] = self.tau * (1 - 2 * (words & 1)).to(like.dtype)
         return out.view_as(like)
 
@@ -92,7 +92,9 @@ class TernGrad:
         if scale == 0:
             return {"codes": pack_bits(torch.ones_like(flat, dtype=torch.uint8), 2),
                     "scale": scale.reshape(1)}
-        keep = torch.rand(flat.shape, generator=self.generator) < flat.abs() / scale
+        # Drawn from the CPU generator on the CPU, so the codes are the same on every device.
+        draw = torch.rand(flat.shape, generator=self.generator, device="cpu").to(flat.device)
+        keep = draw < flat.abs() / scale
         ternary = torch.sign(flat) * keep  # in {-1, 0, 1}
         return {"codes": pack_bits(ternary + 1, 2), "scale": scale.reshape(1)}
 

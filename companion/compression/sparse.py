@@ -90,7 +90,10 @@ def topk_indices(x: torch.Tensor, k: int, sample_above: int | None = None,
         raise ValueError(f"k must be in 1..{n}, got {k}.")
     if sample_above is not None and n > sample_above:
         size = max(int(n * sample_fraction), 1)
-        sample = magnitude[torch.randint(n, (size,), generator=generator)]
+        # Drawn on the CPU, where DGC's generators live, so the sample is the same on
+        # every device.
+        pick = torch.randint(n, (size,), generator=generator, device="cpu")
+        sample = magnitude[pick.to(magnitude.device)]
         # Aim a little low (twice the density) so the sample's threshold rarely lets
         # fewer than k entries through and we rarely need the full fall-back.
         k_sample = min(size, max(1, math.ceil(2 * size * k / n)))
@@ -111,7 +114,7 @@ def encode_topk(x: torch.Tensor, density: float, **kwargs) -> dict:
 
 
 def decode_topk(payload: dict, like: torch.Tensor) -> torch.Tensor:
-    out = torch.zeros(like.numel(), dtype=like.dtype)
+    out = torch.zeros(like.numel(), dtype=like.dtype, device=like.device)
     out.index_add_(0, payload["indices"].long(), payload["values"])
     return out.view_as(like)
 

@@ -61,21 +61,23 @@ def _settings(runs: list[dict], momentum: float) -> list[dict]:
     return out
 
 
-def _column(values) -> torch.Tensor:
+def _column(values, device) -> torch.Tensor:
     """Per-run settings as an [R, 1] column, to broadcast over a run's parameters."""
-    return torch.tensor(values).view(-1, 1)
+    return torch.tensor(values, device=device).view(-1, 1)
 
 
 class _Stack:
     """R bias-free MLPs as one ``[R, n]`` parameter tensor; layers are views into it."""
 
-    def __init__(self, settings: list[dict], hidden: int):
+    def __init__(self, settings: list[dict], hidden: int, device):
+        # Each run's model is built on the CPU as train() builds it (same initial bits),
+        # then the stacked weights move.
         models = [BiasFreeMLP(hidden=hidden, seed=s["seed"]) for s in settings]
         layers = [m for m in models[0] if isinstance(m, torch.nn.Linear)]
         self.shapes = [tuple(layer.weight.shape) for layer in layers]
         self.sizes = [layer.weight.numel() for layer in layers]
         self.params = torch.stack([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
-                                   for m in models]).requires_grad_()
+                                   for m in models]).to(device).requires_grad_()
 
     def layer_views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return list(flat.split(self.sizes, dim=1))
@@ -93,14 +95,15 @@ class _Stack:
 class _StackedDGC:
     """DGC's local part (:meth:`companion.compression.DGC.encode`) for many runs at once."""
 
-    def __init__(self, settings: list[dict], sizes: list[int], momentum: float):
+    def __init__(self, settings: list[dict], sizes: list[int], momentum: float, device):
         self.settings, self.sizes, self.momentum = settings, sizes, momentum
+        self.device = device
         # 0/1 float columns: multiplying by them is exact and far cheaper than where().
         configs = [s["config"] for s in settings]
-        self.correct = _column([float(c.momentum_correction) for c in configs])
-        self.mask = _column([float(c.factor_masking) for c in configs])
-        self.clip = _column([c.clip_norm or math.inf for c in configs])
-        self.u = torch.zeros(len(settings), sum(sizes))
+        self.correct = _column([float(c.momentum_correction) for c in configs], device)
+        self.mask = _column([float(c.factor_masking) for c in configs], device)
+        self.clip = _column([c.clip_norm or math.inf for c in configs], device)
+        self.u = torch.zeros(len(settings), sum(sizes), device=device)
         self.v = torch.zeros_like(self.u)
         self._cache = {}
 
@@ -111,10 +114,12 @@ class _StackedDGC:
         key = (layer, densities)
         if key not in self._cache:
             n = self.sizes[layer]
-            ks = torch.tensor([max(1, math.ceil(d * n)) for d in densities])
+            # k per run is a count, logged as bytes and read on the host: made on the CPU,
+            # only the mask that multiplies values moves to the device.
+            ks = torch.tensor([max(1, math.ceil(d * n)) for d in densities], device="cpu")
             k_max = int(ks.max())
-            keep = (torch.arange(k_max) < ks[:, None]).float()
-            self._cache[key] = (k_max, None if bool(keep.all()) else keep, ks)
+            keep = (torch.arange(k_max, device="cpu") < ks[:, None]).float()
+            self._cache[key] = (k_max, None if bool(keep.all()) else keep.to(self.device), ks)
         return self._cache[key]
 
     def encode(self, grads: torch.Tensor, step: int):
@@ -212,28 +217,32 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
     layer). During warm-up the stacked all-gather pads runs to the longest ``k``, an
     artefact of stacking that a single run would not send.
     """
+    dev = runtime.device()
     world, rank = runtime.world_size(), runtime.rank()
     given = _check_stacked(runs, steps, lr, momentum, schedule, global_batch, hidden, eval_every,
                            progress_every, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
+    x_train, y_train, x_test, y_test = (t.to(dev) for t in (x_train, y_train, x_test, y_test))
     # Dense runs first, so each group is a slice (a view) of the stacked tensors.
     order = sorted(range(len(given)), key=lambda i: given[i]["method"] != "dense")
     settings = [given[i] for i in order]
     n_dense = sum(s["method"] == "dense" for s in settings)
-    stack = _Stack(settings, hidden)
+    stack = _Stack(settings, hidden, dev)
     n_params = sum(stack.sizes)
-    dgc = _StackedDGC(settings[n_dense:], stack.sizes, momentum)
+    dgc = _StackedDGC(settings[n_dense:], stack.sizes, momentum, dev)
     # Momentum-corrected runs already send velocity, so their optimizer has none.
     opt_momentum = _column([0.0 if s["config"] and s["config"].momentum_correction
-                            else momentum for s in settings])
-    buffer = torch.zeros(len(settings), n_params)
+                            else momentum for s in settings], dev)
+    buffer = torch.zeros(len(settings), n_params, device=dev)
     warmups = [s["config"].warmup_steps if s["config"] else 0 for s in settings]
-    dense_sent = torch.full((n_dense,), 4 * n_params)
+    # Bytes sent, a count logged beside the CPU ks and turned into lists at the end.
+    dense_sent = torch.full((n_dense,), 4 * n_params, device="cpu")
     losses_log, sent_log, evals = [], [], []
+    runtime.synchronize()
     start = time.process_time()
     for step in range(steps):
         idx = torch.stack([shard(global_batch_indices(len(y_train), global_batch, step, s["seed"]),
-                                 rank, world) for s in settings])
+                                 rank, world) for s in settings]).to(dev)
         losses = F.cross_entropy(stack.forward(x_train[idx]).flatten(0, 1), y_train[idx].view(-1),
                                  reduction="none").view(idx.shape).mean(1)
         # Runs share no weights, so the gradient of the sum is each run's own gradient.
@@ -244,7 +253,7 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
                                                  if payload else [])]))
         losses_log.append(losses.detach())
         base = lr_at(lr, step, steps, schedule)
-        lrs = _column([-base * lr_warmup(step, w) for w in warmups])
+        lrs = _column([-base * lr_warmup(step, w) for w in warmups], dev)
         with torch.no_grad():
             buffer.mul_(opt_momentum).add_(total.div_(world))
             stack.params.addcmul_(lrs, buffer)
@@ -252,8 +261,10 @@ def train_stacked(runs: list[dict], *, steps: int = 2000, lr: float = 0.05,
                 preds = stack.forward(x_test.expand(len(settings), -1, -1)).argmax(2)
                 evals.append((step + 1, (preds == y_test).float().mean(1)))
         if progress_every > 0 and rank == 0 and (step + 1) % progress_every == 0:
+            runtime.synchronize()
             print(f"step {step + 1:,}/{steps:,} ({time.process_time() - start:.0f} CPU-s)",
                   flush=True)
+    runtime.synchronize()
     cpu = (time.process_time() - start) / len(settings)
     # Logs are kept as tensors and turned into lists once: per-step Python loops over
     # the runs would cost more than the step's arithmetic.

@@ -35,20 +35,22 @@ METHODS = ("dense", "dgc", "topk_no_feedback", "powersgd", "onebit", "threshold"
 TEST_SIZE = 297  # the last 297 digits are held out; 1,500 remain for training
 
 
-def BiasFreeMLP(hidden: int = 128, depth: int = 1, seed: int = 0) -> nn.Sequential:
+class BiasFreeMLP(nn.Sequential):
     """An MLP for 8x8 digits without biases: every tensor is a matrix DGC can prune.
 
     (With biases, the dense vectors would dominate a tiny model's payload at 99.9%
     sparsity; the notebook shows that effect with the lecture's models instead.)
+    Built on the CPU under ``seeded(seed)``, then moved whole, like every model.
     """
-    positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
-    positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=1.")
-    with seeded(seed):
-        layers, width = [], 64
-        for _ in range(depth):
-            layers += [nn.Linear(width, hidden, bias=False), nn.ReLU()]
-            width = hidden
-        return nn.Sequential(*layers, nn.Linear(width, 10, bias=False))
+    def __init__(self, hidden: int = 128, depth: int = 1, seed: int = 0):
+        positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
+        positive_int("depth", depth, "pass the number of hidden layers, e.g. depth=1.")
+        with seeded(seed):
+            layers, width = [], 64
+            for _ in range(depth):
+                layers += [nn.Linear(width, hidden, bias=False), nn.ReLU()]
+                width = hidden
+            super().__init__(*layers, nn.Linear(width, 10, bias=False))
 
 
 class DenseAllReduce:
@@ -146,7 +148,8 @@ def check_run(steps, lr, global_batch, hidden, eval_every, world_size=1,
 def _check_compressor(method, momentum, seed, options) -> None:
     # A stand-in parameter is enough for each compressor's constructor to check the method
     # and its settings (density, rank, tau, a misspelt option), with no data loaded yet.
-    make_compressor(method, [torch.zeros(2, 2)], momentum=momentum, seed=seed, **options)
+    make_compressor(method, [torch.zeros(2, 2, device="cpu")], momentum=momentum, seed=seed,
+                    **options)
 
 
 def _check_train(method, steps, lr, momentum, global_batch, hidden, seed, eval_every,
@@ -187,17 +190,19 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
     Returns local losses, test accuracy every ``eval_every`` steps, this rank's payload
     bytes per step and the density of the summed update per step.
     """
-    world, rank = runtime.world_size(), runtime.rank()
+    dev, world, rank = runtime.device(), runtime.world_size(), runtime.rank()
     _check_train(method, steps, lr, momentum, global_batch, hidden, seed, eval_every, schedule,
                  options, world)
     (x_train, y_train), (x_test, y_test) = data or split_digits()
-    model = BiasFreeMLP(hidden=hidden, seed=seed)
+    x_test, y_test = x_test.to(dev), y_test.to(dev)
+    model = BiasFreeMLP(hidden=hidden, seed=seed).to(dev)
     params = list(model.parameters())
     comp = make_compressor(method, [p.detach() for p in params], momentum=momentum,
                            seed=seed, **options)
     opt = MomentumSGD(params, lr=lr, momentum=0.0 if comp.applies_momentum else momentum)
     out = {"method": method, "losses": [], "bytes": [], "density_after_sum": [],
            "eval_steps": [], "test_acc": [], "dense_bytes": 4 * sum(p.numel() for p in params)}
+    runtime.synchronize()
     start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(steps):
         x, y = digits_batch(step, global_batch, rank, world, seed=seed, data=(x_train, y_train))
@@ -214,6 +219,7 @@ def train(*, method: str = "dense", steps: int = 300, lr: float = 0.1, momentum:
         if (step + 1) % eval_every == 0 or step == steps - 1:
             out["eval_steps"].append(step + 1)
             out["test_acc"].append(_accuracy(model, x_test, y_test))
+    runtime.synchronize()
     out["seconds"] = time.perf_counter() - start
     out["cpu_seconds"] = time.process_time() - cpu_start  # this rank's own CPU time
     out["params"] = [p.detach().clone() for p in params] if rank == 0 else None
@@ -263,10 +269,11 @@ def train_torch_powersgd(*, steps: int = 300, lr: float = 0.1, momentum: float =
 
     _check_torch_powersgd(steps, lr, global_batch, hidden, eval_every, powersgd_rank,
                           runtime.world_size())
-    world, rank = runtime.world_size(), runtime.rank()
+    dev, world, rank = runtime.device(), runtime.world_size(), runtime.rank()
     (x_train, y_train), (x_test, y_test) = data or split_digits()
-    model = BiasFreeMLP(hidden=hidden, seed=seed)
-    ddp = DistributedDataParallel(model)
+    x_test, y_test = x_test.to(dev), y_test.to(dev)
+    model = BiasFreeMLP(hidden=hidden, seed=seed).to(dev)
+    ddp = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
     # start_powerSGD_iter=2 is the earliest torch allows with error feedback; our
     # PowerSGD compresses from step 0, so the first two steps differ slightly.
     state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=powersgd_rank,

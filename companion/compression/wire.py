@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from .. import runtime
+
 __all__ = ["payload_bytes", "pack_bits", "unpack_bits", "all_gather_payloads",
            "all_reduce_mean", "index_dtype"]
 
@@ -43,7 +45,7 @@ def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:
     per_byte = 8 // bits
     flat = codes.reshape(-1).to(torch.uint8)
     flat = torch.nn.functional.pad(flat, (0, (-flat.numel()) % per_byte))
-    shifts = torch.arange(per_byte, dtype=torch.uint8) * bits
+    shifts = torch.arange(per_byte, dtype=torch.uint8, device=flat.device) * bits
     # Disjoint bit fields, so the sum is a bitwise OR.
     return (flat.view(-1, per_byte) << shifts).sum(1).to(torch.uint8)
 
@@ -51,7 +53,7 @@ def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:
 def unpack_bits(packed: torch.Tensor, bits: int, numel: int) -> torch.Tensor:
     """Inverse of :func:`pack_bits`: the first ``numel`` codes as int64."""
     per_byte = 8 // bits
-    shifts = torch.arange(per_byte, dtype=torch.uint8) * bits
+    shifts = torch.arange(per_byte, dtype=torch.uint8, device=packed.device) * bits
     codes = (packed.view(-1, 1) >> shifts) & ((1 << bits) - 1)
     return codes.reshape(-1)[:numel].long()
 
@@ -72,7 +74,10 @@ def all_gather_payloads(payloads: list[dict], equal_sizes: bool = False) -> list
     if world == 1:
         return [payloads]
     pieces = [(i, key, t) for i, p in enumerate(payloads) for key, t in p.items()]
-    lengths = torch.tensor([t.numel() * t.element_size() for _, _, t in pieces], dtype=torch.int64)
+    # Byte counts are bookkeeping read back on the host (tolist), and gloo serves CPU
+    # tensors beside NCCL in the same group: they stay on the CPU.
+    lengths = torch.tensor([t.numel() * t.element_size() for _, _, t in pieces],
+                           dtype=torch.int64, device="cpu")
     if equal_sizes:
         all_lengths = [lengths] * world
     else:
@@ -80,7 +85,7 @@ def all_gather_payloads(payloads: list[dict], equal_sizes: bool = False) -> list
         dist.all_gather(all_lengths, lengths)
     totals = [int(n.sum()) for n in all_lengths]
     longest = max(totals)
-    buffer = torch.zeros(longest, dtype=torch.uint8)
+    buffer = torch.zeros(longest, dtype=torch.uint8, device=runtime.device())
     if pieces:
         local = torch.cat([_as_bytes(t) for _, _, t in pieces])
         buffer[:local.numel()] = local

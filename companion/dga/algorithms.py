@@ -32,6 +32,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..network.delayed import DelayedComm
 from ..validation import callable_arg, nonnegative_int, one_of, positive_int, positive_number
 from ..compression.lr import SCHEDULES, lr_at
@@ -89,8 +90,10 @@ def run_worker(grad_fn: Callable, w: torch.Tensor, comm: DelayedComm, *, algorit
     steps_log, works, losses = [], [], []
     history = {"g": [], "avg": []}
     for i in range(steps):
+        runtime.synchronize()
         t_compute = time.perf_counter()
         g, loss = grad_fn(w, i)
+        runtime.synchronize()
         if compute_s > 0:
             time.sleep(max(0.0, t_compute + compute_s - time.perf_counter()))
         t_sent = time.perf_counter()
@@ -117,6 +120,7 @@ def run_worker(grad_fn: Callable, w: torch.Tensor, comm: DelayedComm, *, algorit
             work = comm.all_reduce(w.clone(), op=dist.ReduceOp.AVG, tag=i)
             works.append(work)
             w.copy_(work.wait())
+        runtime.synchronize()
         steps_log.append({"step": i, "compute": (t_compute, t_sent),
                           "wait": (t_sent, time.perf_counter())})
         losses.append(loss)
@@ -165,13 +169,18 @@ def simulate(grad_fns: list, w0: torch.Tensor, *, algorithm: str, steps: int, lr
     return ws
 
 
-def quadratic_grad_fn(rank_: int, dim: int = 8):
-    """A deterministic toy: worker r minimises ``0.5 * sum(a_r * (w - c_r(step))**2)``."""
+def quadratic_grad_fn(rank_: int, dim: int = 8, device="cpu"):
+    """A deterministic toy: worker r minimises ``0.5 * sum(a_r * (w - c_r(step))**2)``.
+
+    ``device`` is where ``w`` lives: the CPU by default, as for notebook 08's exercises
+    and the single-process :func:`simulate`; :func:`~companion.dga.toy_train` passes the
+    rank's device."""
     nonnegative_int("rank_", rank_, "pass the worker's rank, e.g. 0.")
     positive_int("dim", dim, "pass the number of parameters, e.g. dim=8.")
     gen = torch.Generator().manual_seed(1234 + rank_)
-    a = torch.rand(dim, generator=gen) + 0.5
-    c = torch.randn(dim, generator=gen)
+    # Drawn from the CPU generator on the CPU, so the toy is the same on every device.
+    a = (torch.rand(dim, generator=gen, device="cpu") + 0.5).to(device)
+    c = torch.randn(dim, generator=gen, device="cpu").to(device)
 
     def grad_fn(w, step):
         target = c * math.cos(0.3 * step)  # a moving target, so stale gradients matter

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from .. import runtime
 from ..data import digits_batch, load_digits
 from ..models import TinyMLP
 from ..validation import positive_int
@@ -29,23 +30,28 @@ def digits_split(data=None):
     rows would make a test set of unseen writers rather than unseen digits.
     """
     x, y = load_digits() if data is None else data
-    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    # A CPU generator's draw, indexing the CPU data set: the split is the same everywhere.
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0), device="cpu")
     train, test = perm[:N_TRAIN], perm[N_TRAIN:]
     return (x[train], y[train]), (x[test], y[test])
 
 
 def mlp_problem(rank_: int, world_size_: int, *, batch_size: int = 64, seed: int = 0,
-                hidden: int = 128, data=None):
-    """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches."""
+                hidden: int = 128, data=None, device=None):
+    """``(grad_fn, w0, accuracy_fn)`` for TinyMLP on this rank's shard of the digits batches,
+    on ``device`` (default: :func:`companion.runtime.device`, the rank's own device)."""
     positive_int("batch_size", batch_size, "pass the global batch size, e.g. batch_size=64.")
     positive_int("hidden", hidden, "pass the hidden width, e.g. hidden=128.")
+    dev = runtime.device() if device is None else device
     train_data, (x_test, y_test) = digits_split(data)
-    model = TinyMLP(hidden=hidden, seed=seed)
+    x_test, y_test = x_test.to(dev), y_test.to(dev)
+    model = TinyMLP(hidden=hidden, seed=seed).to(dev)
     params = list(model.parameters())
 
     def grad_fn(w, step):
         vector_to_parameters(w, params)
-        x, y = digits_batch(step, batch_size, rank_, world_size_, seed=seed, data=train_data)
+        x, y = digits_batch(step, batch_size, rank_, world_size_, seed=seed, data=train_data,
+                            device=dev)
         loss = F.cross_entropy(model(x), y)
         return parameters_to_vector(torch.autograd.grad(loss, params)), loss.item()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..data import load_digits
 from ..experiments import experiment
 from ..network.delayed import DelayedComm
@@ -101,18 +102,22 @@ def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected
     """
     _check_train(algorithm, steps, delay, corrected, local_steps, lr, schedule, batch_size,
                  seeds, alpha_ms, bandwidth_mbps, compute_ms, hidden, update_rule, world_size())
+    dev = runtime.device()
     if update_rule is None:
         update_rule = dga_update if corrected else stale_update
     problems = [mlp_problem(rank(), world_size(), batch_size=batch_size, seed=s, hidden=hidden,
-                            data=data) for s in (seeds if seeds is not None else [seed])]
+                            data=data, device=dev)
+                for s in (seeds if seeds is not None else [seed])]
     grad_fn, w, accuracy_fn = side_by_side(problems)
     beta = bandwidth_mbps * 1e6 / 8
     with DelayedComm(alpha_ms / 1e3, beta, group=group) as comm:
+        runtime.synchronize()
         dist.barrier(group=comm.group)  # start the clocks together
         t0 = time.perf_counter()
         out = run_worker(grad_fn, w, comm, algorithm=algorithm, steps=steps, lr=lr,
                          delay=delay, local_steps=local_steps, update_rule=update_rule,
                          compute_s=compute_ms / 1e3, schedule=schedule)
+        runtime.synchronize()
         t_end = time.perf_counter()
     accuracies = accuracy_fn(w)
     result = _finish(out, t0, t_end, sum(accuracies) / len(accuracies), timeline)
@@ -135,16 +140,17 @@ def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: fl
               update_rule: Callable | None = None) -> dict:
     """The quadratic toy on this rank (no latency): final ``w`` plus every g and average."""
     _check_toy(algorithm, steps, delay, lr, local_steps, corrected, dim, update_rule)
+    dev = runtime.device()
     if update_rule is None:
         update_rule = dga_update if corrected else stale_update
-    w = torch.zeros(dim)
+    w = torch.zeros(dim, device=dev)
     with DelayedComm() as comm:
-        out = run_worker(quadratic_grad_fn(rank(), dim), w, comm, algorithm=algorithm,
+        out = run_worker(quadratic_grad_fn(rank(), dim, device=dev), w, comm, algorithm=algorithm,
                          steps=steps, lr=lr, delay=delay, local_steps=local_steps,
                          update_rule=update_rule, keep_history=True)
     return {"w": w, "g": torch.stack(out["history"]["g"]),
             "avg": torch.stack(out["history"]["avg"]) if out["history"]["avg"]
-            else torch.zeros(0, dim)}
+            else torch.zeros(0, dim, device=dev)}
 
 
 def _check_sweep(runs, world_size=1) -> None:
@@ -155,6 +161,7 @@ def _check_sweep(runs, world_size=1) -> None:
         run_preflight(train, (), cfg, world_size)
 
 
+@runtime.cpu_by_design(runtime.EMULATED)
 @preflight(_check_sweep)
 def sweep(*, runs: list[dict], data=None) -> list[dict]:
     """Run several :func:`train` configurations in one launch (one shared process group)."""

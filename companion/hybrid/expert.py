@@ -112,18 +112,21 @@ class _MoEModel(nn.Module):
         return h + self.moe(h)
 
 
-def _data(step, shards, tokens, d_model, seed):
+def _data(step, shards, tokens, d_model, seed, device=None):
+    device = runtime.device() if device is None else device
     gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
-    return (torch.randn(shards, 1, tokens, d_model, generator=gen),
-            torch.randn(shards, 1, tokens, d_model, generator=gen))
+    # Drawn from a CPU generator, on the CPU: the same numbers on every device.
+    return (torch.randn(shards, 1, tokens, d_model, generator=gen, device="cpu").to(device),
+            torch.randn(shards, 1, tokens, d_model, generator=gen, device="cpu").to(device))
 
 
 def _reference(steps, shards, tokens, lr, seed, model_args):
-    model = _MoEModel(*model_args, seed)
+    dev = runtime.device()
+    model = _MoEModel(*model_args, seed).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
-        xs, ts = _data(step, shards, tokens, model_args[0], seed)
+        xs, ts = _data(step, shards, tokens, model_args[0], seed, dev)
         # Each shard routed on its own (capacity from its tokens), as every EP rank does.
         loss = sum(F.mse_loss(model(x), t) for x, t in zip(xs, ts)) / shards
         opt.zero_grad()
@@ -161,19 +164,21 @@ def train_ep_dp(*, ep: int = 2, dp: int = 2, steps: int = 2, tokens: int = 16,
     routing statistics of its last batch and ``seconds``."""
     _check_ep_dp(ep, dp, steps, tokens, d_model, d_ff, n_experts, top_k, capacity_factor, lr,
                  runtime.world_size())
+    dev = runtime.device()
     start = time.perf_counter()
-    mesh = init_device_mesh("cpu", (dp, ep), mesh_dim_names=("dp", "ep"))
+    mesh = init_device_mesh(dev.type, (dp, ep), mesh_dim_names=("dp", "ep"))
     world, rank = dp * ep, dist.get_rank()
     ep_group, dp_group = mesh.get_group("ep"), mesh.get_group("dp")
     model_args = (d_model, d_ff, n_experts, top_k, capacity_factor)
     model = _MoEModel(*model_args, seed)
     model.moe = ExpertParallelMoE(model.moe, ep_group)  # keeps only this rank's experts
+    model.to(dev)
     first = model.moe.first
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     with comm_log.recording() as log:
         for step in range(steps):
-            xs, ts = _data(step, world, tokens, d_model, seed)
+            xs, ts = _data(step, world, tokens, d_model, seed, dev)
             loss = F.mse_loss(model(xs[rank]), ts[rank])
             opt.zero_grad()
             loss.backward()
@@ -186,6 +191,7 @@ def train_ep_dp(*, ep: int = 2, dp: int = 2, steps: int = 2, tokens: int = 16,
             mean = loss.detach().clone()
             dist.all_reduce(mean)
             losses.append(mean.item() / world)
+    runtime.synchronize()
     seconds = time.perf_counter() - start
     measured = {"all_to_all": log.bytes(kind="all_to_all", wire=False) / steps,
                 **{k: log.bytes(label=k, wire=False) / steps

@@ -82,17 +82,20 @@ def train_dp_tp(*, dp: int = 2, tp: int = 2, steps: int = 3, batch: int = 8, lr:
                 seed: int = 0) -> dict:
     """Train a tiny transformer with DP x TP on a (dp, tp) mesh; compare with one process."""
     _check_dp_tp(dp, tp, steps, batch, lr, runtime.world_size())
-    mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+    dev = runtime.device()
+    mesh = init_device_mesh(dev.type, (dp, tp), mesh_dim_names=("dp", "tp"))
     dp_rank = mesh.get_local_rank("dp")
     corpus = data.CharCorpus()
+    # Sliced into TP shards on the CPU, then moved: the same bits on every device.
     model = parallelize_dp_tp(
-        TinyTransformer(vocab_size=corpus.vocab_size, seed=seed, **TRANSFORMER), mesh.get_group("tp"))
+        TinyTransformer(vocab_size=corpus.vocab_size, seed=seed, **TRANSFORMER),
+        mesh.get_group("tp")).to(dev)
     ddp = DDP(model, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     losses = []
     with comm_log.recording() as log:
         for step in range(steps):
-            x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
+            x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed, device=dev)
             x, y = data.shard(x, dp_rank, dp), data.shard(y, dp_rank, dp)
             loss = F.cross_entropy(ddp(x).flatten(0, 1), y.flatten())
             opt.zero_grad()
@@ -121,12 +124,13 @@ def train_pp_dp(*, pp: int = 2, dp: int = 2, steps: int = 3, batch: int = 8,
                 seed: int = 0) -> dict:
     """Train a tiny transformer with PP x DP on a (pp, dp) mesh; compare with one process."""
     _check_pp_dp(pp, dp, steps, batch, microbatches, schedule, lr, runtime.world_size())
-    mesh = init_device_mesh("cpu", (pp, dp), mesh_dim_names=("pp", "dp"))
+    dev = runtime.device()
+    mesh = init_device_mesh(dev.type, (pp, dp), mesh_dim_names=("pp", "dp"))
     stage, dp_rank = mesh.get_local_rank("pp"), mesh.get_local_rank("dp")
     sched = make_schedule(schedule, pp, microbatches)
     corpus = data.CharCorpus()
     full = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=False, seed=seed, **TRANSFORMER)
-    piece = TransformerStage(full, stage, pp)
+    piece = TransformerStage(full, stage, pp).to(dev)
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     ranks = [int(mesh.mesh[s, dp_rank]) for s in range(pp)]  # this replica's stages

@@ -144,7 +144,8 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
     start = time.perf_counter()
     order = tuple(order)
     degree = {"dp": dp, "tp": tp, "pp": pp}
-    mesh = init_device_mesh("cpu", tuple(degree[n] for n in order), mesh_dim_names=order)
+    dev = runtime.device()
+    mesh = init_device_mesh(dev.type, tuple(degree[n] for n in order), mesh_dim_names=order)
     coords = {n: mesh.get_local_rank(n) for n in ("dp", "pp", "tp")}
     stage, dp_rank = coords["pp"], coords["dp"]
     tp_group = mesh.get_group("tp")
@@ -156,7 +157,7 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
     corpus = data.CharCorpus()
     full = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=False, seed=seed,
                            **TRANSFORMER)
-    piece = TransformerStage(parallelize_dp_tp(full, tp_group), stage, pp)
+    piece = TransformerStage(parallelize_dp_tp(full, tp_group), stage, pp).to(dev)
     ddp = DDP(piece, process_group=mesh.get_group("dp"))
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)
     sched = make_schedule(schedule, pp, microbatches)
@@ -166,6 +167,7 @@ def train_dp_tp_pp(*, dp: int = 2, tp: int = 2, pp: int = 2, steps: int = 2, bat
         losses, p2p_bytes = train_pipeline_stage(
             ddp, opt, sched, stage, ranks, corpus=corpus, steps=steps, batch=batch,
             seed=seed, dp_rank=dp_rank, dp=dp, loss_copies=dp * tp)
+    runtime.synchronize()
     seconds = time.perf_counter() - start
     # A degree of 1 runs its collectives on a group of one: the logs count the calls
     # but no byte leaves the rank.

@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import data
+from .. import data, runtime
 from ..data_parallel.ddp import DDP
 from ..models import TinyTransformer
 from ..pipeline.executor import AccumulatingStage, execute
@@ -47,7 +47,7 @@ class TransformerStage(nn.Module):
 
     def forward(self, x):
         if self.first:
-            x = self.tok_emb(x) + self.pos_emb(torch.arange(x.shape[1]))
+            x = self.tok_emb(x) + self.pos_emb(torch.arange(x.shape[1], device=x.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x)) if self.last else x
@@ -71,11 +71,12 @@ def train_pipeline_stage(ddp: DDP, opt, sched: Schedule, stage: int, ranks: list
 
     Only last-stage ranks hold a loss; ``loss_copies`` is how many of them hold each
     replica's loss (dp, times tp when the TP ranks of a replica all compute it)."""
+    dev = runtime.device()
     m, seq = sched.microbatches, TRANSFORMER["max_seq_len"]
     piece = AccumulatingStage(ddp, m, hold=ddp.no_sync)
     losses, sent_bytes = [], 0
     for step in range(steps):
-        x, y = corpus.batch(step, batch, seq, seed)
+        x, y = corpus.batch(step, batch, seq, seed, device=dev)
         mb_x = data.shard(x, dp_rank, dp).chunk(m)
         mb_y = data.shard(y, dp_rank, dp).chunk(m)
         shapes = [(len(mb_x[0]), seq, TRANSFORMER["d_model"])] * sched.stages
@@ -85,7 +86,7 @@ def train_pipeline_stage(ddp: DDP, opt, sched: Schedule, stage: int, ranks: list
         ddp.finish_gradient_synchronization()
         sent_bytes += result.sent_bytes
         opt.step()
-        total = torch.tensor([sum(result.losses.values(), 0.0)])
+        total = torch.tensor([sum(result.losses.values(), 0.0)], device=dev)
         dist.all_reduce(total)
         losses.append(total.item() / loss_copies)
     return losses, sent_bytes

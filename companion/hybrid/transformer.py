@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .. import data
+from .. import data, runtime
 from ..models import TinyTransformer
 from ..validation import positive_int, positive_number
 
@@ -35,15 +35,17 @@ def transformer_reference(*, steps: int, batch: int, lr: float, seed: int = 0,
                           tie_weights: bool = True) -> dict:
     """Single-process training on the full batch: the reference for every hybrid run.
 
-    After the last step each parameter's ``.grad`` still holds that step's gradient."""
+    After the last step each parameter's ``.grad`` still holds that step's gradient. It
+    runs on :func:`companion.runtime.device`, the device of the rank it is compared with."""
     check_reference(steps, batch, lr)
+    dev = runtime.device()
     corpus = data.CharCorpus()
     model = TinyTransformer(vocab_size=corpus.vocab_size, tie_weights=tie_weights, seed=seed,
-                            **TRANSFORMER)
+                            **TRANSFORMER).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
-        x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed)
+        x, y = corpus.batch(step, batch, TRANSFORMER["max_seq_len"], seed, device=dev)
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         opt.zero_grad()
         loss.backward()

@@ -34,6 +34,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..experiments import experiment
 from ..i18n import gettext as tr
 from ..validation import positive_int, positive_number, preflight
@@ -92,14 +93,18 @@ def crossover_batch(rows, key: str = "exposed_s"):
 
 def _flop_rate(hidden, rows, seconds=0.15):
     """FLOP/s of this rank's ``rows x hidden @ hidden x hidden`` matmul, all ranks at once."""
-    a, w = torch.randn(rows, hidden), torch.randn(hidden, hidden)
+    dev = runtime.device()
+    a, w = torch.randn(rows, hidden, device=dev), torch.randn(hidden, hidden, device=dev)
     a @ w
+    runtime.synchronize()
     dist.barrier()
     count, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         a @ w
         count += 1
-    rate = torch.tensor(2.0 * rows * hidden * hidden * count / (time.perf_counter() - t0))
+        runtime.synchronize()  # count a product once it is done, not once it is queued
+    rate = torch.tensor(2.0 * rows * hidden * hidden * count / (time.perf_counter() - t0),
+                        device=dev)
     dist.all_reduce(rate)
     return rate.item() / dist.get_world_size()
 
@@ -166,6 +171,7 @@ def _summarize_crossover(results):
 
 
 @experiment("overlap_crossover", summarize=_summarize_crossover)
+@runtime.cpu_by_design(runtime.EMULATED)  # every message crosses the emulated link
 @preflight(_check)
 def measure_crossover(*, batches=None, strategy: str = "ddp",
                       bandwidth_bytes_s: float = 50e6, hidden: int = 512, depth: int = 5,

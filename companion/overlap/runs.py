@@ -37,6 +37,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from .. import runtime
 from ..experiments import experiment
 from ..i18n import gettext as tr
 from ..validation import one_of, positive_int, positive_number, preflight
@@ -90,8 +91,9 @@ def _step_rows(config, link, hidden, depth, steps, warmup):
     from ..data_parallel.fsdp import FSDP
     from ..models import TinyMLP
 
+    dev = runtime.device()
     batch = config.get("batch", 64)
-    model = TinyMLP(IN_FEATURES, hidden, IN_FEATURES, depth, seed=0)
+    model = TinyMLP(IN_FEATURES, hidden, IN_FEATURES, depth, seed=0).to(dev)
     if config.get("strategy", "ddp") == "ddp":
         net = DDP(model, bucket_size_mb=config.get("bucket_size_mb"), link=link)
     else:
@@ -100,12 +102,15 @@ def _step_rows(config, link, hidden, depth, steps, warmup):
     gen = torch.Generator().manual_seed(dist.get_rank())
     timelines = []
     for step in range(warmup + steps):
-        x = torch.randn(batch, IN_FEATURES, generator=gen)
+        # Drawn from a CPU generator, on the CPU: the same rows on every device.
+        x = torch.randn(batch, IN_FEATURES, generator=gen, device="cpu").to(dev)
         net.comm.records = []
+        runtime.synchronize()  # the clock starts with the last step's update done
         dist.barrier()  # every rank starts the step together, the link idle
         t0 = time.perf_counter()
         F.mse_loss(net(x), x).backward()
         net.finish_gradient_synchronization()
+        runtime.synchronize()
         t1 = time.perf_counter()
         opt.step()
         opt.zero_grad()
@@ -130,7 +135,8 @@ def _all_gathers(timeline):
 
 def _mean_over_ranks(rows):
     """Average each row's scalars over the ranks (one all-reduce for the whole sweep)."""
-    values = torch.tensor([[row[k] for k in SCALARS] for row in rows], dtype=torch.float64)
+    values = torch.tensor([[row[k] for k in SCALARS] for row in rows], dtype=torch.float64,
+                          device=runtime.device())
     dist.all_reduce(values)
     values /= dist.get_world_size()
     for row, mean in zip(rows, values.tolist()):
@@ -150,6 +156,7 @@ def _summarize_overlap(results):
 
 
 @experiment("overlap_steps", summarize=_summarize_overlap)
+@runtime.cpu_by_design(runtime.EMULATED)  # every message crosses the emulated link
 @preflight(_check)
 def measure_overlap(*, configs=({"strategy": "ddp"}, {"strategy": "fsdp", "prefetch": False},
                                 {"strategy": "fsdp", "prefetch": True}),
@@ -217,13 +224,14 @@ def torch_ddp_buckets(hidden: int = 512, depth: int = 5, steps: int = 3) -> dict
     from ..models import TinyMLP
 
     _check_buckets(hidden, depth, steps)
+    dev = runtime.device()
     torch.manual_seed(0)
-    model = TinyMLP(IN_FEATURES, hidden, IN_FEATURES, depth=depth)
+    model = TinyMLP(IN_FEATURES, hidden, IN_FEATURES, depth=depth).to(dev)
     names = [n for n, _ in model.named_parameters()]
     ddp = DistributedDataParallel(model)
     first = None
     for _ in range(steps):
-        ddp(torch.randn(8, IN_FEATURES)).sum().backward()
+        ddp(torch.randn(8, IN_FEATURES, device=dev)).sum().backward()
         data = ddp._get_ddp_logging_data()
         first = first or [int(b) for b in str(data["bucket_sizes"]).split(",")]
     rebuilt = data.get("rebuilt_bucket_sizes")

@@ -13,9 +13,11 @@ rank's op list, ``sched.ops[stage]``:
 * ``W`` later asks the retained graph for the weight gradient.
 
 Every message carries a tag naming (kind, micro-batch, virtual stage), so a rank can
-never consume the wrong tensor whatever order its peer sends in. Where two consecutive
-virtual stages sit on the same rank (the turn of a V layout: ZB-V, DualPipeV), the
-tensor is handed over in memory instead of sent, as a GPU would keep it on the device.
+never consume the wrong tensor whatever order its peer sends in (NCCL ignores tags:
+there a rank receives in the order its peer sent, :meth:`Schedule.sends`, and keeps
+each message until its op asks for it). Where two consecutive virtual stages sit on
+the same rank (the turn of a V layout: ZB-V, DualPipeV), the tensor is handed over in
+memory instead of sent, as a GPU would keep it on the device.
 
 **What a stage computes** is the caller's: one stage object per model chunk on this
 rank, with ``forward(x)`` and ``backward(microbatch, out, g_out, x_in, wants_input,
@@ -45,16 +47,12 @@ import time
 import torch
 import torch.distributed as dist
 
+from .. import runtime
+from .links import Links as _Links
 from .ops import Schedule
 
 __all__ = ["execute", "StepResult", "MicrobatchGrads", "AccumulatingStage", "boundary_shapes",
            "check_device_time"]
-
-_STAMP = 1 << 24  # tag offset of a message's send-time stamp (emulated latency only)
-
-
-def _tag(kind: str, microbatch: int, virtual_stage: int, virtual_stages: int) -> int:
-    return (0 if kind == "F" else 1) + 2 * (virtual_stage + virtual_stages * microbatch)
 
 
 class _SavedBytes:
@@ -174,46 +172,6 @@ class StepResult:
     sent_bytes: int
 
 
-class _Links:
-    """Tagged messages between virtual stages: sent, or handed over in memory on one rank."""
-
-    def __init__(self, sched: Schedule, stage: int, ranks, latency: float):
-        self.sched, self.stage, self.ranks, self.latency = sched, stage, list(ranks), latency
-        self.local, self.sends, self.sent_bytes = {}, [], 0
-
-    def receive(self, kind, shape, src_vs, mb):
-        """The tensor virtual stage ``src_vs`` produced for ``mb``."""
-        tag = _tag(kind, mb, src_vs, self.sched.virtual_stages)
-        src = self.sched.placement(src_vs)[0]
-        if tag in self.local:
-            return self.local.pop(tag)
-        buf = torch.empty(shape)
-        dist.recv(buf, src=self.ranks[src], tag=tag)
-        if self.latency:
-            sent = torch.empty(1, dtype=torch.float64)
-            dist.recv(sent, src=self.ranks[src], tag=tag + _STAMP)
-            wait = sent.item() + self.latency - time.perf_counter()
-            if wait > 0:
-                time.sleep(wait)  # still on the wire: the rank sits idle, as on a real link
-        return buf
-
-    def send(self, tensor, kind, mb, src_vs, dst_vs):
-        tag = _tag(kind, mb, src_vs, self.sched.virtual_stages)
-        dst = self.sched.placement(dst_vs)[0]
-        if dst == self.stage:
-            self.local[tag] = tensor
-            return
-        self.sends.append(dist.isend(tensor, dst=self.ranks[dst], tag=tag))
-        self.sent_bytes += tensor.numel() * tensor.element_size()
-        if self.latency:  # perf_counter is one clock for every process on this machine
-            stamp = torch.tensor([time.perf_counter()], dtype=torch.float64)
-            self.sends.append(dist.isend(stamp, dst=self.ranks[dst], tag=tag + _STAMP))
-
-    def wait(self):
-        for handle in self.sends:
-            handle.wait()
-
-
 class _Ops:
     """One rank's F and B/W ops: what each receives, computes, keeps and hands on."""
 
@@ -230,6 +188,7 @@ class _Ops:
             x_in = self.inputs[mb]
         else:
             x_in = self.links.receive("F", self.shapes[vs - 1], vs - 1, mb).requires_grad_()
+        runtime.synchronize()  # the op starts once its input has arrived, not when asked for
         t0 = time.perf_counter()
         with _SavedBytes() as counter:
             out = self.pieces[op.chunk].forward(x_in)
@@ -250,6 +209,7 @@ class _Ops:
         if op.kind == "B" and vs != self.last:
             g_out = self.links.receive("B", self.shapes[vs], vs + 1, op.microbatch)
             self.saved[key][2] = g_out
+        runtime.synchronize()
         t0 = time.perf_counter()
         wants_input = op.kind == "B" and vs > 0
         wants_weights = op.kind == "W" or not self.sched.split_backward
@@ -269,7 +229,8 @@ def execute(sched: Schedule, stage: int, pieces: dict, inputs, *, shapes, loss, 
     ``inputs[mb]`` the first virtual stage's input; ``shapes[vs]`` the output shape of
     virtual stage ``vs`` (:func:`boundary_shapes`); ``loss(out, mb)`` the last virtual
     stage's loss of ``mb``; ``ranks[s]`` the global rank of pipeline stage ``s``
-    (default ``s``); ``device_time`` the emulated op times (module docstring).
+    (default ``s``); ``device_time`` the emulated op times (module docstring). Messages
+    are received into buffers on the rank's device (:func:`companion.runtime.device`).
     """
     if sorted(pieces) != list(range(sched.chunks)):
         raise ValueError(f"pieces has chunks {sorted(pieces)} but the schedule puts "
@@ -280,11 +241,12 @@ def execute(sched: Schedule, stage: int, pieces: dict, inputs, *, shapes, loss, 
     check_device_time(device_time)
     cost = dict(device_time or {})
     links = _Links(sched, stage, range(sched.stages) if ranks is None else ranks,
-                   cost.pop("send", 0.0))
+                   cost.pop("send", 0.0), shapes, runtime.device())
     run, events = _Ops(sched, pieces, inputs, shapes, loss, links), []
     for op in sched.ops[stage]:
         vs = sched.virtual_stage(stage, op.chunk)
         t0, outgoing = run.forward(op, vs) if op.kind == "F" else run.backward(op, vs)
+        runtime.synchronize()  # a GPU kernel has run when it has finished, not when launched
         compute = time.perf_counter() - t0
         if cost:
             both = op.kind == "B" and not sched.split_backward

@@ -89,6 +89,23 @@ class Schedule:
     def virtual_stages(self) -> int:
         return self.stages * self.chunks
 
+    def sends(self, src: int, dst: int) -> list[tuple[str, int, int]]:
+        """What stage ``src`` sends stage ``dst``, ``(kind, micro-batch, virtual stage
+        sending)``, in the order of ``src``'s ops: each F's output to the next virtual
+        stage, each B's input gradient to the previous one (none where they share a rank)."""
+        out = []
+        for op in self.ops[src] if src != dst else ():
+            vs = self.virtual_stage(src, op.chunk)
+            if op.kind == "F" and vs < self.virtual_stages - 1:
+                to = vs + 1
+            elif op.kind == "B" and vs > 0:
+                to = vs - 1
+            else:
+                continue
+            if self.placement(to)[0] == dst:
+                out.append((op.kind, op.microbatch, vs))
+        return out
+
     def validate(self) -> "Schedule":
         """Every stage runs each needed (kind, micro-batch, chunk) exactly once, or ValueError."""
         kinds = ("F", "B", "W") if self.split_backward else ("F", "B")

@@ -60,10 +60,13 @@ def split_stages(model: nn.Sequential, parts: int) -> list[nn.Sequential]:
     return pieces
 
 
-def microbatches_of(batch_size: int, microbatches: int, step: int = 0, batch=None):
+def microbatches_of(batch_size: int, microbatches: int, step: int = 0, batch=None,
+                    device=None):
     """The global digits batch for ``step`` (or ``batch=(x, y)``) in ``microbatches`` equal
-    pieces."""
-    x, y = digits_batch(step, batch_size) if batch is None else batch
+    pieces, on ``device`` (default: :func:`companion.runtime.device`)."""
+    device = runtime.device() if device is None else device
+    x, y = digits_batch(step, batch_size, device=device) if batch is None else batch
+    x, y = x.to(device), y.to(device)
     if microbatches < 1 or len(y) % microbatches:
         raise ValueError(f"batch_size={len(y)} does not split into {microbatches} equal "
                          f"micro-batches; use a batch size that is a multiple of {microbatches}.")
@@ -118,15 +121,16 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None =
     latency (see the executor's module docstring), or None for raw CPU time.
     ``batch=(x, y)`` passes the global batch in (loading digits imports scikit-learn, which
     costs every fresh rank seconds); by default the ranks load digits batch ``step``.
-    Returns this rank's op events, per-piece gradients and updated parameters, losses
-    and activation memory.
+    Returns this rank's op events, per-piece gradients and updated parameters, losses,
+    activation memory, and the thread count and device :func:`reference_step` should use.
     """
+    dev = runtime.device()
     p, s = runtime.world_size(), runtime.rank()
     sched = _check_run(schedule, microbatches, chunks, batch_size, depth, hidden, lr, batch,
                        device_time, p)
     microbatches, chunks = sched.microbatches, sched.chunks
-    xs, ys = microbatches_of(batch_size, microbatches, step, batch)
-    pieces = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p * chunks)
+    xs, ys = microbatches_of(batch_size, microbatches, step, batch, dev)
+    pieces = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed).to(dev), p * chunks)
     mine = {c: MicrobatchGrads(pieces[sched.virtual_stage(s, c)]) for c in range(chunks)}
     shapes = boundary_shapes(pieces, xs[0])
     dist.barrier()  # start together, so early ranks do not record waiting as idle
@@ -146,18 +150,19 @@ def run_pipeline(*, schedule="1f1b", microbatches: int = 4, chunks: int | None =
             "losses": [result.losses[k] * microbatches for k in sorted(result.losses)],
             "peak_held": result.peak_held, "peak_bytes": result.peak_bytes,
             "chunks": chunks, "split_backward": sched.split_backward,
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(), "device": str(dev)}
 
 
 def reference_step(*, stages: int, microbatches: int = 4, chunks: int = 1,
                    batch_size: int = 32, depth: int = 7, hidden: int = 64, lr: float = 0.1,
                    step: int = 0, seed: int = 0, threads: int | None = None,
-                   batch: tuple | None = None) -> dict:
+                   batch: tuple | None = None, device=None) -> dict:
     """Single-process gradient accumulation over the same micro-batches, then one SGD step.
 
     Pass ``threads`` = the ranks' thread count (``run_pipeline`` returns it): CPU matrix
     products split their reductions differently on 1 and 2 threads, which changes the
-    last bits of a weight gradient.
+    last bits of a weight gradient. For the same reason pass ``device`` = the ranks'
+    device (``run_pipeline`` returns it; default :func:`companion.runtime.device`).
 
     Returns ``{"grads": {piece: {name: tensor}}, "params": ..., "losses": [...]}`` keyed
     like :func:`run_pipeline` (piece = virtual stage), plus the plain full-batch gradient
@@ -167,14 +172,15 @@ def reference_step(*, stages: int, microbatches: int = 4, chunks: int = 1,
     torch.set_num_threads(threads or before)
     try:
         return _reference(stages, microbatches, chunks, batch_size, depth, hidden, lr, step, seed,
-                          batch)
+                          batch, runtime.device() if device is None else torch.device(device))
     finally:
         torch.set_num_threads(before)
 
 
-def _reference(stages, microbatches, chunks, batch_size, depth, hidden, lr, step, seed, batch):
-    xs, ys = microbatches_of(batch_size, microbatches, step, batch)
-    model = TinyMLP(hidden=hidden, depth=depth, seed=seed)
+def _reference(stages, microbatches, chunks, batch_size, depth, hidden, lr, step, seed, batch,
+               dev):
+    xs, ys = microbatches_of(batch_size, microbatches, step, batch, dev)
+    model = TinyMLP(hidden=hidden, depth=depth, seed=seed).to(dev)
     pieces = split_stages(model, stages * chunks)
     params = list(model.parameters())
     total, losses = None, []

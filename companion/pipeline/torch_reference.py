@@ -2,7 +2,7 @@
 
 Taught in notebook 04 (``notebooks/04_pipeline_parallelism.ipynb``), where it is the
 outside reference for our executor: same TinyMLP pieces, same micro-batches, torch's
-``PipelineStage`` with ``ScheduleGPipe`` or ``Schedule1F1B`` over gloo.
+``PipelineStage`` with ``ScheduleGPipe`` or ``Schedule1F1B`` on the rank's device.
 
 torch accumulates micro-batch gradients into ``.grad`` with ``backward()`` in the order
 its schedule runs the backward passes; we pass a loss already divided by ``m`` and
@@ -45,10 +45,11 @@ def run_torch_pipelining(*, schedule: str = "gpipe", microbatches: int = 4,
 
     classes = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
     _check_torch(schedule, microbatches, batch_size, depth, batch, runtime.world_size())
+    dev = runtime.device()
     p, s = runtime.world_size(), runtime.rank()
-    xs, ys = microbatches_of(batch_size, microbatches, batch=batch)
-    piece = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p)[s]
-    stage = PipelineStage(piece, s, p, torch.device("cpu"))
+    xs, ys = microbatches_of(batch_size, microbatches, batch=batch, device=dev)
+    piece = split_stages(TinyMLP(hidden=hidden, depth=depth, seed=seed), p)[s].to(dev)
+    stage = PipelineStage(piece, s, p, dev)
 
     def loss_fn(logits, target):
         return F.cross_entropy(logits, target) / microbatches

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..validation import one_of, positive_int, preflight
@@ -79,12 +80,16 @@ def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int
     from ..models import Block, seeded
     from ..tensor_parallel import ParallelBlock
 
+    dev = runtime.device()
     _check_benchmark(method, steps, batch, seq, d_model, heads)
     rank, size = _rank_size(None)
     _check_seq(seq, size)
     with seeded(seed):
         full = Block(d_model, heads, 4 * d_model)
-    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed))
+    full.to(dev)
+    # Drawn on the CPU from the CPU generator, then moved: the same numbers on every device.
+    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed),
+                    device="cpu").to(dev)
     shard = x.chunk(size, dim=1)[rank].clone()
     layer, inp, ref = {
         "single": (full, x, lambda y: y),
@@ -93,15 +98,18 @@ def benchmark_layer(method: str = "tp", steps: int = 5, batch: int = 2, seq: int
         "ulysses": (SequenceParallelBlock(full, "ulysses"), shard, None),
         "ring": (SequenceParallelBlock(full, "ring"), shard, None),
     }[method]
+    layer.to(dev)
     times, sent = [], 0.0
     for _ in range(steps + 1):  # the first step warms up
         xi = inp.clone().requires_grad_()
         if dist.is_initialized():
             dist.barrier()
+        runtime.synchronize()
         start = time.perf_counter()
         with comm_log.recording() as log:
             out = layer(xi)
             out.pow(2).mean().backward()
+        runtime.synchronize()
         times.append(time.perf_counter() - start)
         sent = log.bytes()
         layer.zero_grad(set_to_none=True)

@@ -22,6 +22,7 @@ import math
 import torch
 import torch.nn as nn
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..models import MLP, seeded
@@ -56,7 +57,7 @@ def route(logits: torch.Tensor, top_k: int, capacity: int, bias: torch.Tensor | 
         top_p = probs.gather(1, top_e)
     gates = top_p if top_k == 1 else top_p / top_p.sum(dim=-1, keepdim=True)
     expert = top_e.t().reshape(-1)                            # choice-major: [k*T]
-    token = torch.arange(n_tokens).repeat(top_k)
+    token = torch.arange(n_tokens, device=logits.device).repeat(top_k)
     gate = gates.t().reshape(-1)
     onehot = torch.nn.functional.one_hot(expert, n_experts)
     slot = ((onehot.cumsum(dim=0) - 1) * onehot).sum(dim=-1)  # arrival order at the expert
@@ -186,14 +187,19 @@ def compare_moe(top_k: int = 1, capacity_factor: float = 1.25, n_experts: int = 
     collectives per phase, and routing statistics."""
     import torch.distributed as dist
 
+    dev = runtime.device()
     _check_compare(top_k, capacity_factor, n_experts, tokens, d_model, d_ff, dtype)
     dt = getattr(torch, dtype)
-    full = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed).to(dt)
+    full = MoE(d_model, d_ff, n_experts, top_k, capacity_factor, seed).to(dt).to(dev)
     rank, size = dist.get_rank(), dist.get_world_size()
-    ep = ExpertParallelMoE(full)
+    ep = ExpertParallelMoE(full).to(dev)
     gen = torch.Generator().manual_seed(seed + 1)
-    xs = [torch.randn(1, tokens, d_model, generator=gen, dtype=dt, requires_grad=True) for _ in range(size)]
-    dys = [torch.randn(1, tokens, d_model, generator=gen, dtype=dt) for _ in range(size)]
+
+    def draw():  # on the CPU from the CPU generator, then moved: the same on every device
+        return torch.randn(1, tokens, d_model, generator=gen, dtype=dt, device="cpu").to(dev)
+
+    xs = [draw().requires_grad_() for _ in range(size)]
+    dys = [draw() for _ in range(size)]
     ref_out = [full(x) for x in xs]
     sum((y * dy).sum() for y, dy in zip(ref_out, dys)).backward()
     with torch.no_grad():

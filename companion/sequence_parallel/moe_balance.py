@@ -28,6 +28,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..validation import one_of, positive_int, positive_number, preflight
@@ -39,7 +40,8 @@ __all__ = ["load_ratio", "update_bias", "switch_aux_loss", "zipf_offset", "dropl
 
 def load_ratio(load) -> float:
     """``max / mean`` of a load vector (per expert or per rank); 1.0 is balanced."""
-    load = torch.as_tensor(load, dtype=torch.float64)
+    # A summary of a few counts, for printing: on the host, whatever device they came from.
+    load = torch.as_tensor(load, dtype=torch.float64, device="cpu")
     if load.dim() != 1 or load.numel() == 0 or bool((load < 0).any()) or load.sum() <= 0:
         raise ValueError(f"load={load.tolist()}: pass a 1-D list of counts >= 0, not all zero.")
     return (load.max() / load.mean()).item()
@@ -71,7 +73,7 @@ def update_bias(bias: torch.Tensor, load, gamma: float) -> torch.Tensor:
     (DeepSeek-V3 §2.1.2; Wang et al. 2024, Algorithm 1). ``load`` is the whole batch's
     per-expert count, so every rank computes the same new bias."""
     positive_number("gamma", gamma, "the bias update speed, e.g. 0.01.")
-    load = torch.as_tensor(load, dtype=bias.dtype)
+    load = torch.as_tensor(load, dtype=bias.dtype, device=bias.device)
     if load.shape != bias.shape:
         raise ValueError(f"load has shape {tuple(load.shape)} but bias {tuple(bias.shape)}; "
                          "pass one count per expert.")
@@ -82,12 +84,13 @@ def zipf_offset(n_experts: int, skew: float) -> torch.Tensor:
     """``skew * log(p_e)``, ``p_e`` proportional to ``1/(e+1)``: expert 0 most popular."""
     positive_int("n_experts", n_experts, "pass the number of experts, e.g. 8.")
     positive_number("skew", skew, "0 is uniform, 1 is Zipf's law.", zero=True)
-    p = 1.0 / torch.arange(1, n_experts + 1, dtype=torch.float64)
+    # On the CPU: a constant of the experiment, the same bits whichever device routes.
+    p = 1.0 / torch.arange(1, n_experts + 1, dtype=torch.float64, device="cpu")
     return skew * (p / p.sum()).log()
 
 
 def _route_all(flat, router, offset, top_k, capacity, bias):
-    return route(router(flat) + offset.to(flat.dtype), top_k, capacity, bias)
+    return route(router(flat) + offset.to(flat.device, flat.dtype), top_k, capacity, bias)
 
 
 def dropless_forward(flat, assignment, experts, n_experts: int, group=None):
@@ -107,16 +110,20 @@ def dropless_forward(flat, assignment, experts, n_experts: int, group=None):
     counts = torch.bincount(expert, minlength=n_experts).view(n, per)
     arriving = torch.stack(comm_log.all_to_all(list(counts), group, label="counts"))
     send, recv = counts.sum(1).tolist(), arriving.sum(1).tolist()
+    runtime.synchronize()
     t0 = time.perf_counter()
     rows = comm_log.all_to_all_rows(flat[token[order]], send, recv, group, label="dispatch")
+    runtime.synchronize()
     t1, c1 = time.perf_counter(), time.thread_time()
-    which = torch.arange(per).repeat(n).repeat_interleave(arriving.reshape(-1))
+    which = torch.arange(per, device=rows.device).repeat(n).repeat_interleave(arriving.reshape(-1))
     out = torch.empty_like(rows)
     for i, e in enumerate(experts):
         mine = which == i
         out[mine] = e(rows[mine])
+    runtime.synchronize()
     t2, c2 = time.perf_counter(), time.thread_time()
     back = comm_log.all_to_all_rows(out, recv, send, group, label="combine")
+    runtime.synchronize()
     t3 = time.perf_counter()
     y = torch.zeros_like(flat).index_add(0, token[order], back * gate[order].unsqueeze(-1))
     # compute_cpu: this thread's CPU seconds, the work itself even when ranks share cores
@@ -124,9 +131,10 @@ def dropless_forward(flat, assignment, experts, n_experts: int, group=None):
                "combine": t3 - t2, "step": t3 - t0}
 
 
-def _tokens(rank, step, tokens, d_model, seed, dtype):
+def _tokens(rank, step, tokens, d_model, seed, dtype, device):
     gen = torch.Generator().manual_seed(seed + 1000 * step + rank + 1)
-    return torch.randn(tokens, d_model, generator=gen, dtype=dtype)
+    # Drawn on the CPU from the CPU generator, then moved: the same tokens on every device.
+    return torch.randn(tokens, d_model, generator=gen, dtype=dtype, device="cpu").to(device)
 
 
 def balance_reference(world_size: int = 4, steps: int = 40, gamma: float = 0.01,
@@ -139,24 +147,25 @@ def balance_reference(world_size: int = 4, steps: int = 40, gamma: float = 0.01,
     _check(world_size, steps, gamma, skew, n_experts, top_k, tokens, d_model, dtype)
     for cf in factors:
         _capacity(1, top_k, n_experts, cf)
+    dev = runtime.device()
     dt = getattr(torch, dtype)
-    router = MoE(d_model, 1, n_experts, top_k, seed=seed).router.to(dt)
-    offset, bias = zipf_offset(n_experts, skew), torch.zeros(n_experts, dtype=dt)
-    whole = tokens * top_k
+    router = MoE(d_model, 1, n_experts, top_k, seed=seed).router.to(dt).to(dev)
+    offset = zipf_offset(n_experts, skew).to(dev)
+    bias, whole = torch.zeros(n_experts, dtype=dt, device=dev), tokens * top_k
 
     def load_of(step, b):
-        load = torch.zeros(n_experts, dtype=torch.int64)
+        load = torch.zeros(n_experts, dtype=torch.int64, device=dev)
         for r in range(world_size):
             with torch.no_grad():
-                _, e, _, _ = _route_all(_tokens(r, step, tokens, d_model, seed, dt), router,
-                                        offset, top_k, whole, b)
+                _, e, _, _ = _route_all(_tokens(r, step, tokens, d_model, seed, dt, dev),
+                                        router, offset, top_k, whole, b)
             load += torch.bincount(e, minlength=n_experts)
         return load
 
     def dropped(b):
         out = []
         for r in range(world_size):
-            x = _tokens(r, 0, tokens, d_model, seed, dt)
+            x = _tokens(r, 0, tokens, d_model, seed, dt, dev)
             with torch.no_grad():
                 out.append({cf: whole - _route_all(x, router, offset, top_k, _capacity(
                     tokens, top_k, n_experts, cf), b)[0].numel() for cf in factors})
@@ -210,7 +219,7 @@ def _balance(router, offset, bias, steps, gamma, tokens, d_model, seed, dt, top_
     rank, size = dist.get_rank(), dist.get_world_size()
     trace = []
     for step in range(1, steps + 1):
-        x = _tokens(rank, step, tokens, d_model, seed, dt)
+        x = _tokens(rank, step, tokens, d_model, seed, dt, bias.device)
         with torch.no_grad():
             _, e, _, _ = _route_all(x, router, offset, top_k, tokens * top_k, bias)
         load = comm_log.all_reduce(torch.bincount(e, minlength=n_experts), label="balance")
@@ -233,14 +242,15 @@ def moe_load_balance(steps: int = 40, gamma: float = 0.01, skew: float = 0.5,
     size = dist.get_world_size() if dist.is_initialized() else 1
     _check_run(size, steps, gamma, skew, n_experts, top_k, tokens, d_model, d_ff, factors,
                repeats, dtype)
+    dev = runtime.device()
     rank = dist.get_rank()
     dt = getattr(torch, dtype)
-    full = MoE(d_model, d_ff, n_experts, top_k, seed=seed).to(dt)
-    offset, per = zipf_offset(n_experts, skew), n_experts // size
+    full = MoE(d_model, d_ff, n_experts, top_k, seed=seed).to(dt).to(dev)
+    offset, per = zipf_offset(n_experts, skew).to(dev), n_experts // size
     experts = [full.experts[rank * per + i] for i in range(per)]
-    x = _tokens(rank, 0, tokens, d_model, seed, dt)
+    x = _tokens(rank, 0, tokens, d_model, seed, dt, dev)
     whole = tokens * top_k                   # capacity that nothing exceeds: dropless
-    bias0 = torch.zeros(n_experts, dtype=dt)
+    bias0 = torch.zeros(n_experts, dtype=dt, device=dev)
     bias, trace = _balance(full.router, offset, bias0, steps, gamma, tokens, d_model, seed,
                            dt, top_k, n_experts)
     result = {"trace": trace, "bias": bias.tolist()}
@@ -265,7 +275,7 @@ def moe_load_balance(steps: int = 40, gamma: float = 0.01, skew: float = 0.5,
 def _reference_diff(x, assignment, full, y) -> float:
     # One process: each expert on this rank's tokens routed to it, combined as MoE does.
     token, expert, _slot, gate = assignment
-    out = torch.empty(len(token), x.shape[1], dtype=x.dtype)
+    out = torch.empty(len(token), x.shape[1], dtype=x.dtype, device=x.device)
     with torch.no_grad():
         for e, layer in enumerate(full.experts):
             mine = expert == e

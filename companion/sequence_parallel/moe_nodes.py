@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..models import seeded
@@ -53,7 +54,8 @@ def node_limited_topk(scores: torch.Tensor, top_k: int, n_nodes: int, max_nodes:
         grouped = scores.view(n_tokens, n_nodes, per_node)
         node_score = grouped.topk(max(1, top_k // max_nodes), dim=-1).values.sum(-1)
         keep = node_score.topk(max_nodes, dim=-1).indices
-        hidden = torch.ones(n_tokens, n_nodes, dtype=torch.bool).scatter(1, keep, False)
+        hidden = torch.ones(n_tokens, n_nodes, dtype=torch.bool,
+                            device=scores.device).scatter(1, keep, False)
         scores = grouped.masked_fill(hidden.unsqueeze(-1), float("-inf")).view(n_tokens, -1)
     return scores.topk(top_k, dim=-1).indices
 
@@ -102,19 +104,21 @@ def two_hop_dispatch(x: torch.Tensor, expert_idx: torch.Tensor, n_experts: int,
     node_group, rail_group = groups if groups is not None else hybrid_groups(R)
     per, n_nodes = n_experts // size, size // R
     tokens, k = expert_idx.shape
-    meta_all = torch.cat([torch.full((tokens, 1), rank), torch.arange(tokens).view(-1, 1),
-                          expert_idx], dim=1)
+    dev = expert_idx.device
+    meta_all = torch.cat([torch.full((tokens, 1), rank, device=dev),
+                          torch.arange(tokens, device=dev).view(-1, 1), expert_idx], dim=1)
     if dedup:                                    # one row per (token, destination node)
         dest_node = expert_idx // (per * R)
         pairs = [(t, b) for t in range(tokens) for b in sorted(set(dest_node[t].tolist()))]
-        t_of = torch.tensor([t for t, _ in pairs], dtype=torch.long)
+        t_of = torch.tensor([t for t, _ in pairs], dtype=torch.long, device=dev)
         meta = meta_all[t_of]
-        dest = torch.tensor([b for _, b in pairs], dtype=torch.long)
+        dest = torch.tensor([b for _, b in pairs], dtype=torch.long, device=dev)
     else:                                        # one row per (token, expert)
-        t_of = torch.arange(tokens).repeat_interleave(k)
+        t_of = torch.arange(tokens, device=dev).repeat_interleave(k)
         meta = meta_all[t_of]
-        keep_one = torch.arange(k).repeat(tokens)  # each copy names only its own expert
-        meta[:, 2:] = torch.where(torch.arange(k) == keep_one.view(-1, 1), meta[:, 2:], -1)
+        keep_one = torch.arange(k, device=dev).repeat(tokens)  # each copy names only its expert
+        meta[:, 2:] = torch.where(torch.arange(k, device=dev) == keep_one.view(-1, 1),
+                                  meta[:, 2:], -1)
         dest = expert_idx.reshape(-1) // (per * R)
     rows, meta = _exchange(x[t_of], meta, dest, n_nodes, rail_group, "inter-node")
     return _forward_in_node(rows, meta, rank, R, per, node_group)
@@ -129,7 +133,8 @@ def _forward_in_node(rows, meta, rank, R, per, node_group):
         owners = sorted({(e - first) // per for e in experts if first <= e < first + R * per})
         pick += [i] * len(owners)
         dest += owners
-    pick, dest = torch.tensor(pick, dtype=torch.long), torch.tensor(dest, dtype=torch.long)
+    pick = torch.tensor(pick, dtype=torch.long, device=rows.device)
+    dest = torch.tensor(dest, dtype=torch.long, device=rows.device)
     rows, meta = _exchange(rows[pick], meta[pick], dest, R, node_group, "intra-node")
     mine = rank * per
     out = {}
@@ -167,14 +172,18 @@ def _check_traffic(world_size=4, ranks_per_node=2, max_nodes=1, n_experts=8, top
     if world_size % R or n_experts % world_size:
         raise ValueError(f"world_size={world_size}, ranks_per_node={R}, n_experts={n_experts}: "
                          "the ranks must divide into nodes and the experts into ranks.")
-    node_limited_topk(torch.zeros(1, n_experts), top_k, world_size // R, max_nodes)
+    # A dummy score row on the CPU: only its shape is checked, before any rank starts.
+    node_limited_topk(torch.zeros(1, n_experts, device="cpu"), top_k, world_size // R,
+                      max_nodes)
 
 
-def _routed(rank, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed):
+def _routed(rank, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed, dev):
     with seeded(seed):
         router = torch.nn.Linear(d_model, n_experts, bias=False)
+    router.to(dev)
     gen = torch.Generator().manual_seed(seed + 1 + rank)
-    x = torch.randn(tokens, d_model, generator=gen)
+    # Drawn on the CPU from the CPU generator, then moved: the same tokens on every device.
+    x = torch.randn(tokens, d_model, generator=gen, device="cpu").to(dev)
     with torch.no_grad():
         scores = router(x).softmax(-1)
     return x, {"top-k": scores.topk(top_k, dim=-1).indices,
@@ -197,11 +206,12 @@ def moe_node_traffic(ranks_per_node: int = 2, max_nodes: int = 1, n_experts: int
     Every dispatch is compared with :func:`expected_arrivals` (bit-exact)."""
     size = dist.get_world_size() if dist.is_initialized() else ranks_per_node
     _check_traffic(size, ranks_per_node, max_nodes, n_experts, top_k, tokens, d_model)
+    dev = runtime.device()
     rank = dist.get_rank()
     n_nodes = size // ranks_per_node
     groups = hybrid_groups(ranks_per_node)
-    x, routed = _routed(rank, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed)
-    every = [_routed(r, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed)
+    x, routed = _routed(rank, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed, dev)
+    every = [_routed(r, tokens, d_model, n_experts, top_k, n_nodes, max_nodes, seed, dev)
              for r in range(size)]
     result = {"row_bytes": d_model * x.element_size()}
     for routing, idx in routed.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from ..models import attention
@@ -66,12 +67,14 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
     positions and heads this rank holds between the two all-to-alls, the full shape
     ``(batch, heads, seq, head_dim)`` and ``qkv_bytes``, the bytes of one of q, k, v over
     the whole sequence."""
+    dev = runtime.device()
     rank, size = _rank_size(None)
     _check_attention(method, batch, heads, seq, head_dim, dtype, ulysses_size, size)
     dt = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(seed)
-    q, k, v, dout = (torch.randn(batch, heads, seq, head_dim, generator=gen, dtype=dt)
-                     for _ in range(4))
+    # Drawn on the CPU from the CPU generator, then moved: the same numbers on every device.
+    q, k, v, dout = (torch.randn(batch, heads, seq, head_dim, generator=gen, dtype=dt,
+                                 device="cpu").to(dev) for _ in range(4))
     full = [t.clone().requires_grad_() for t in (q, k, v)]
     attention(*full, causal=causal).backward(dout)
     ref_out = attention(q, k, v, causal=causal)
@@ -97,8 +100,9 @@ def compare_attention(method: str = "ring", causal: bool = True, batch: int = 2,
             raise ValueError(f"method must be 'ulysses', 'ring' or 'hybrid', got {method!r}.")
         out.backward(local(dout))
     if method == "ulysses":  # push position/head ids through the same all-to-all
-        pos = torch.arange(seq, dtype=dt).view(1, 1, seq, 1).expand(1, heads, seq, 1)
-        head = torch.arange(heads, dtype=dt).view(1, heads, 1, 1).expand(1, heads, seq, 1)
+        pos = torch.arange(seq, dtype=dt, device=dev).view(1, 1, seq, 1)
+        head = torch.arange(heads, dtype=dt, device=dev).view(1, heads, 1, 1)
+        pos, head = pos.expand(1, heads, seq, 1), head.expand(1, heads, seq, 1)
         with torch.no_grad():
             layout = {"tokens": seq_to_heads(local(pos), impl=all_to_all)[0, 0, :, 0].long(),
                       "heads": seq_to_heads(local(head), impl=all_to_all)[0, :, 0, 0].long()}
@@ -142,8 +146,9 @@ def volume_sweep(seqs=(16, 32, 64, 128), methods=("ulysses", "ring"), heads: int
 def layout_probe(fn, batch: int = 1, heads: int = 4, seq: int = 8, head_dim: int = 2):
     """Rank function for the exercise: apply ``fn`` to this rank's sequence shard of a
     tensor whose entries encode (head, position, feature), and return the result."""
+    dev = runtime.device()
     rank, size = _rank_size(None)
     _check_probe(fn, batch, heads, seq, head_dim, size)
-    full = torch.arange(batch * heads * seq * head_dim, dtype=torch.float32)
+    full = torch.arange(batch * heads * seq * head_dim, dtype=torch.float32, device=dev)
     full = full.view(batch, heads, seq, head_dim)
     return fn(full.chunk(size, dim=2)[rank].clone())

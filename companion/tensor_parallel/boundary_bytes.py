@@ -52,12 +52,15 @@ def _check(layers, batch, seq, d_model, n_heads, microbatches, world_size=1) -> 
                          f"{world_size} dividing d_model.")
 
 
-def _model_and_data(layers, batch, seq, d_model, n_heads, seed):
+def _model_and_data(layers, batch, seq, d_model, n_heads, seed, dev):
     with seeded(seed):
         blocks = [Block(d_model, n_heads, 4 * d_model) for _ in range(layers)]
+    for block in blocks:
+        block.to(dev)
     gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(batch, seq, d_model, generator=gen)
-    target = torch.randn(batch, seq, d_model, generator=gen)
+    # Drawn on the CPU from the CPU generator, then moved: the same numbers on every device.
+    x = torch.randn(batch, seq, d_model, generator=gen, device="cpu").to(dev)
+    target = torch.randn(batch, seq, d_model, generator=gen, device="cpu").to(dev)
     return blocks, x, target
 
 
@@ -101,7 +104,7 @@ def _pipeline(blocks, x, target, microbatches):
 def _tensor_parallel(blocks, x, target):
     from . import ParallelBlock
 
-    model = torch.nn.Sequential(*[ParallelBlock(b) for b in blocks])
+    model = torch.nn.Sequential(*[ParallelBlock(b) for b in blocks]).to(x.device)
     with comm_log.recording() as log:
         loss = _loss(model(x), target, 1)
         loss.backward()
@@ -115,11 +118,12 @@ def pp_vs_tp_bytes(layers: int = 4, batch: int = 8, seq: int = 32, d_model: int 
     """Rank function: bytes this rank sends for one step of ``layers`` transformer blocks
     as a pipeline (one stage per rank) and as tensor parallelism (all ranks on every
     block). Returns ``{"pp": {...}, "tp": {...}, "activation_bytes": b*s*h*4}``."""
+    dev = runtime.device()
     _check(layers, batch, seq, d_model, n_heads, microbatches, runtime.world_size())
-    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed)
+    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed, dev)
     pp = _pipeline(blocks, x, target, microbatches)
     dist.barrier()
-    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed)
+    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed, dev)
     tp = _tensor_parallel(blocks, x, target)
     return {"rank": runtime.rank(), "pp": pp, "tp": tp,
             "activation_bytes": x.numel() * x.element_size()}
@@ -128,5 +132,6 @@ def pp_vs_tp_bytes(layers: int = 4, batch: int = 8, seq: int = 32, d_model: int 
 def reference_loss(layers: int = 4, batch: int = 8, seq: int = 32, d_model: int = 64,
                    n_heads: int = 4, seed: int = 0) -> float:
     """The same step's loss in one process (no parallelism), for the tests."""
-    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed)
+    blocks, x, target = _model_and_data(layers, batch, seq, d_model, n_heads, seed,
+                                        runtime.device())
     return _loss(torch.nn.Sequential(*blocks)(x), target, 1).item()

@@ -11,6 +11,7 @@ import copy
 import torch
 import torch.distributed as dist
 
+from .. import runtime
 from ..collectives import log as comm_log
 from ..experiments import experiment
 from .layers import (_MISTAKES, ParallelAttention, ParallelBlock, ParallelMLP, _require_divisible,
@@ -37,12 +38,20 @@ def _diff_summary(results: list) -> str:
         forward=r["forward"], backward=r["backward"])
 
 
-def _reference(kind, d_model, n_heads, d_ff, dtype, seed):
+def _reference(kind, d_model, n_heads, d_ff, dtype, seed, device=None):
+    # device None: left on the CPU, for callers that move it themselves.
     from ..models import Block
 
     with seeded(seed):
         block = Block(d_model, n_heads, d_ff).to(dtype)
+    if device is not None:
+        block.to(device)
     return {"mlp": block.mlp, "attention": block.attn, "block": block}[kind]
+
+
+def _randn(*shape, generator, dtype, device):
+    # Drawn on the CPU from the CPU generator, then moved: the same numbers on every device.
+    return torch.randn(*shape, generator=generator, dtype=dtype, device="cpu").to(device)
 
 
 def _check(dtype, **sizes) -> None:
@@ -97,16 +106,18 @@ def compare_with_reference(kind: str = "block", sequence_parallel: bool = False,
     post-step weights), the collectives issued per phase, and ``activation_bytes``, the
     size of one full ``[batch, seq, d_model]`` activation (what one all-reduce carries).
     """
+    dev = runtime.device()
     _check_compare(kind, sequence_parallel, mistake, batch, seq, d_model, n_heads, d_ff, dtype)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     if sequence_parallel:
         _require_divisible(seq, size, "seq")
-    ref = _reference(kind, d_model, n_heads, d_ff, dt, seed)
-    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake, regather)
+    ref = _reference(kind, d_model, n_heads, d_ff, dt, seed, dev)
+    tp = _parallelize(copy.deepcopy(ref), kind, None, sequence_parallel, mistake,
+                      regather).to(dev)
     gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)
-    dy = torch.randn(batch, seq, d_model, generator=gen, dtype=dt)  # a generic upstream grad
+    x = _randn(batch, seq, d_model, generator=gen, dtype=dt, device=dev)
+    dy = _randn(batch, seq, d_model, generator=gen, dtype=dt, device=dev)  # generic upstream grad
 
     xr = x.clone().requires_grad_()
     yr = ref(xr)
@@ -146,7 +157,7 @@ def _check_dtensor(d_model, d_ff, batch, seq, sequence_parallel, world_size=1) -
 def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: int = 8,
                         seed: int = 0, sequence_parallel: bool = False) -> dict:
     """The same MLP parallelised by ``torch.distributed.tensor.parallel``
-    (ColwiseParallel on fc1, RowwiseParallel on fc2, CPU device mesh; with
+    (ColwiseParallel on fc1, RowwiseParallel on fc2, a mesh of the ranks' devices; with
     ``sequence_parallel`` their input/output laid out as ``Shard(1)``, torch's form of
     Megatron-SP) and by :class:`ParallelMLP`: largest differences in output, input
     grad and weight grads."""
@@ -155,16 +166,18 @@ def dtensor_mlp_compare(d_model: int = 16, d_ff: int = 64, batch: int = 2, seq: 
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
 
+    dev = runtime.device()
     _check_dtensor(d_model, d_ff, batch, seq, sequence_parallel)
     rank, size = group_rank_size()
-    ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed)
-    ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel)
-    mesh = init_device_mesh("cpu", (size,))
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float32, seed, dev)
+    ours = ParallelMLP(copy.deepcopy(ref), sequence_parallel=sequence_parallel).to(dev)
+    mesh = init_device_mesh(dev.type, (size,))
     plan = ({"fc1": ColwiseParallel(input_layouts=Shard(1)),
              "fc2": RowwiseParallel(output_layouts=Shard(1))} if sequence_parallel
             else {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
-    theirs = parallelize_module(copy.deepcopy(ref), mesh, plan)
-    x = torch.randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed + 1))
+    theirs = parallelize_module(copy.deepcopy(ref).to(dev), mesh, plan)
+    x = _randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed + 1),
+               dtype=torch.float32, device=dev)
     if sequence_parallel:
         x = x.chunk(size, dim=1)[rank].clone()
     results = []
@@ -187,16 +200,17 @@ def run_mlp(enter=None, leave=None, d_model: int = 16, d_ff: int = 64, seed: int
     """Forward and backward of a TP MLP whose region edges are ``enter``/``leave``
     (``None``: the package's f and g). For exercises: pass your own g as ``leave``;
     each is called as ``fn(x, group)``."""
-    ref = _reference("mlp", d_model, 4, d_ff, torch.float64, seed)
-    mlp = ParallelMLP(ref)
+    dev = runtime.device()
+    ref = _reference("mlp", d_model, 4, d_ff, torch.float64, seed, dev)
+    mlp = ParallelMLP(ref).to(dev)
     if enter is not None:
         mlp.fc1.enter = enter
     if leave is not None:
         mlp.fc2.leave = leave
     gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(2, 8, d_model, generator=gen, dtype=torch.float64, requires_grad=True)
+    x = _randn(2, 8, d_model, generator=gen, dtype=torch.float64, device=dev).requires_grad_()
     y = mlp(x)
-    (y * torch.randn(y.shape, generator=gen, dtype=y.dtype)).sum().backward()
+    (y * _randn(*y.shape, generator=gen, dtype=y.dtype, device=dev)).sum().backward()
     return {"out": y.detach(), "x_grad": x.grad, "fc1_grad": mlp.fc1.weight.grad,
             "fc2_grad": mlp.fc2.weight.grad}
 
@@ -222,29 +236,35 @@ def activation_bytes(mode: str = "tp", batch: int = 2, seq: int = 64, d_model: i
                      n_heads: int = 4, dtype: str = "float32", seed: int = 0) -> dict:
     """Rank function: bytes of the tensors one transformer block saves for backward on
     this rank (measured with ``saved_tensors_hooks``; parameters excluded, tensors that
-    share storage counted once). ``mode``: "single" (the full block, any world size),
-    "tp", "tp_sp" (SP, column layers keep the gathered input) or "tp_sp_regather"
-    (SP as in the paper: only input shards are kept)."""
+    share storage counted once, only those on the rank's device). ``mode``: "single"
+    (the full block, any world size), "tp", "tp_sp" (SP, column layers keep the gathered
+    input) or "tp_sp_regather" (SP as in the paper: only input shards are kept)."""
     from ..models import Block
 
+    dev = runtime.device()
     _check_activation(mode, batch, seq, d_model, n_heads, dtype)
     dt = getattr(torch, dtype)
     rank, size = group_rank_size()
     with seeded(seed):
         block = Block(d_model, n_heads, 4 * d_model).to(dt)
-    x = torch.randn(batch, seq, d_model, dtype=dt, generator=torch.Generator().manual_seed(seed))
+    block.to(dev)
+    x = _randn(batch, seq, d_model, generator=torch.Generator().manual_seed(seed), dtype=dt,
+               device=dev)
     if mode != "single":
         sp = mode.startswith("tp_sp")
         if sp:
             _require_divisible(seq, size, "seq")
             x = x.chunk(size, dim=1)[rank].clone()  # its own storage, as on a real rank
-        block = ParallelBlock(block, None, sequence_parallel=sp, regather=mode == "tp_sp_regather")
+        block = ParallelBlock(block, None, sequence_parallel=sp,
+                              regather=mode == "tp_sp_regather").to(dev)
     params = {p.untyped_storage().data_ptr() for p in block.parameters()}
     seen = {}
 
     def pack(t):
+        # Activation memory is what the rank's device holds: the count is the same
+        # whichever device that is, and a host-side tensor would not be part of it.
         ptr = t.untyped_storage().data_ptr()
-        if ptr not in params:
+        if t.device == dev and ptr not in params:
             seen[ptr] = t.untyped_storage().nbytes()
         return t
 

@@ -23,6 +23,14 @@ DEVICE_AWARE = {
     "whoami": (2, {}),
     "all_reduce": (2, {}),
     "zero_train": (2, {"strategy": "fsdp", "steps": 2}),
+    "tp_compare": (2, {}),
+    "tp_dtensor_compare": (2, {}),
+    "tp_activation_memory": (2, {}),
+    "sp_attention": (2, {}),
+    "sp_benchmark_layer": (2, {"steps": 1, "seq": 32, "d_model": 32, "heads": 4}),
+    "moe_expert_parallel": (2, {}),
+    "moe_load_balance": (4, {"steps": 2, "d_ff": 8, "factors": (1.0,)}),
+    "moe_node_traffic": (4, {"tokens": 24, "d_model": 8}),
     "collectives_all_reduce": (2, {}),
     "collectives_primitives": (2, {}),
     "collectives_traffic_sweep": (2, {"numel": 64}),
@@ -36,20 +44,10 @@ DEVICE_AWARE = {
     "dga_toy": (2, {}),
     "dga_train": (2, {"steps": 5}),
     "pipeline_run": (2, {}),
-    "tp_compare": (2, {}),
-    "tp_dtensor_compare": (2, {}),
-    "tp_activation_memory": (2, {}),
-    "sp_attention": (2, {}),
-    "sp_benchmark_layer": (2, {"steps": 1, "seq": 32, "d_model": 32, "heads": 4}),
-    "moe_expert_parallel": (2, {}),
-    "moe_load_balance": (4, {"steps": 2, "d_ff": 8, "factors": (1.0,)}),
-    "moe_node_traffic": (4, {"tokens": 24, "d_model": 8}),
     "hybrid_dp_tp": (4, {"steps": 1}),
     "hybrid_pp_dp": (4, {"steps": 1}),
     "hybrid_dp_tp_pp": (8, {"steps": 1}),
     "hybrid_ep_dp": (4, {"steps": 1}),
-    "overlap_steps": (2, {"hidden": 64, "depth": 2, "steps": 1}),
-    "overlap_crossover": (2, {"hidden": 64, "depth": 2, "steps": 1}),
 }
 
 # name -> (world size, keyword arguments that keep it short); the reason is the function's
@@ -60,6 +58,8 @@ CPU_ONLY = {
     "hierarchical_all_reduce": (4, {"ranks_per_node": 2}),
     "topology_timing": (4, {"nbytes": 10_000, "repeats": 1}),
     "latency_link": (2, {"alphas_ms": (0.0, 1.0), "repeats": 1}),
+    "overlap_steps": (2, {"hidden": 64, "depth": 2, "steps": 1}),
+    "overlap_crossover": (2, {"hidden": 64, "depth": 2, "steps": 1}),
 }
 
 _CELL = None  # a function the notebook cell defines itself
@@ -122,5 +122,13 @@ UNREGISTERED = {
         2, {"configs": [dict(strategy=s, steps=1, d_model=64, freeze=False)
                         for s in ("ddp", "zero1", "zero2", "fsdp")]}),
     "companion.experiments:call_many": (
-        2, {"calls": [("companion.tensor_parallel:compare_with_reference", {"kind": "mlp"})]}),
+        2, {"calls": [("companion.basics:first_all_reduce", {}),
+                      ("companion.collectives.demos:all_reduce_demo", {})]}),
+    "companion.compression:train_many": (
+        2, {"runs": [{"method": "dense"}, {"method": "dgc", "density": 0.1}], "steps": 3}),
+    "companion.pipeline.torch_reference:run_torch_pipelining": (
+        2, {"schedule": "1f1b", "microbatches": 4}),
+    "companion.overlap:torch_ddp_buckets": (2, {"hidden": 64, "depth": 2, "steps": 2}),
+    "companion.sequence_parallel:volume_sweep": (2, {"seqs": (16,)}),
+    "companion.tensor_parallel.boundary_bytes:pp_vs_tp_bytes": (2, {"layers": 2}),
 }

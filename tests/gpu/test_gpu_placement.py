@@ -48,8 +48,12 @@ def _unregistered(target, world_size, kwargs, args=()):
     return fn, world_size, _kwargs(kwargs)
 
 
-RUNS = {**{name: (experiments.get(name).fn, ws, kw) for name, (ws, kw) in DEVICE_AWARE.items()},
-        **{t: _unregistered(t, *entry) for t, entry in UNREGISTERED.items()}}
+def _runs(table):
+    return {name: ((experiments.get(name).fn, *entry) if ":" not in name
+                   else _unregistered(name, *entry)) for name, entry in table.items()}
+
+
+RUNS = {**_runs(DEVICE_AWARE), **_runs(UNREGISTERED)}
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
@@ -72,3 +76,4 @@ def test_rank_function_computes_on_the_ranks_device(name):
     # (whoami only reports the rank's identity and device)
     if name != "whoami":
         assert sum(r["modules"] + r["collective_tensors"] for r in reports) > 0, name
+
