@@ -84,6 +84,7 @@ def _check_train(algorithm, steps, delay, corrected, local_steps, lr, schedule, 
 
 
 @experiment("dga_train", summarize=_summarize)
+@runtime.cpu_by_design(runtime.EMULATED)  # its averages cross the emulated link's gloo group
 @preflight(_check_train)
 def train(*, algorithm: str = "dga", steps: int = 300, delay: int = 0, corrected: bool = True,
           local_steps: int = 10, lr: float = 0.3, schedule: str = "cosine",
@@ -134,6 +135,7 @@ def _check_toy(algorithm, steps, delay, lr, local_steps, corrected, dim, update_
 
 
 @experiment("dga_toy")
+@runtime.cpu_by_design(runtime.EMULATED)  # its averages cross the emulated link's gloo group
 @preflight(_check_toy)
 def toy_train(*, algorithm: str = "dga", steps: int = 12, delay: int = 2, lr: float = 0.1,
               local_steps: int = 3, corrected: bool = True, dim: int = 8,

@@ -41,8 +41,6 @@ DEVICE_AWARE = {
     "compression_torch_powersgd": (2, {"steps": 5, "eval_every": 5}),
     "compression_ablation": (2, {"seeds": (0,), "rows": ["dense"], "steps": 5,
                                  "eval_every": 5}),
-    "dga_toy": (2, {}),
-    "dga_train": (2, {"steps": 5}),
     "pipeline_run": (2, {}),
     "hybrid_dp_tp": (4, {"steps": 1}),
     "hybrid_pp_dp": (4, {"steps": 1}),
@@ -60,6 +58,8 @@ CPU_ONLY = {
     "latency_link": (2, {"alphas_ms": (0.0, 1.0), "repeats": 1}),
     "overlap_steps": (2, {"hidden": 64, "depth": 2, "steps": 1}),
     "overlap_crossover": (2, {"hidden": 64, "depth": 2, "steps": 1}),
+    "dga_toy": (2, {}),
+    "dga_train": (2, {"steps": 5}),
 }
 
 _CELL = None  # a function the notebook cell defines itself
