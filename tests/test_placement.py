@@ -90,10 +90,3 @@ def test_a_cpu_by_design_lesson_runs_on_gloo_where_gpus_would_pick_nccl(monkeypa
 def test_cpu_by_design_takes_one_of_the_named_reasons():
     with pytest.raises(ValueError, match="runtime.LOOPBACK or runtime.EMULATED"):
         runtime.cpu_by_design("because")
-
-
-def test_every_experiment_marked_cpu_by_design_gives_a_named_reason():
-    from companion import experiments
-    for name in experiments.names():
-        why = getattr(experiments.get(name).fn, "cpu_by_design", None)
-        assert why in (None, runtime.LOOPBACK, runtime.EMULATED), name

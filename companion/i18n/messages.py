@@ -5,7 +5,6 @@
 tests/test_translations.py checks them, and that every ``_("...")`` has an entry here.
 This module is a table of data: one entry per message, however many the package has.
 Terms follow docs/glossary.md's zh-CN column (rank stays "rank", as in the notebooks).
-This module is a table of data: one entry per message, however many the package has.
 The words of figures, tables and run summaries are in :mod:`.runtime_strings`, merged below.
 """
 from .cheatsheet_strings import CHEATSHEET_ZH_CN

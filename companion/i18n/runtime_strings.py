@@ -4,7 +4,6 @@ English text like :mod:`.messages` (which merges this table into ``ZH_CN``, so e
 lookup, the zh-TW build and tests/test_translations.py see one table). Split from it by
 concept: these are the words of figures and tables, those of the checker and the grader.
 This module is a table of data: one entry per message, however many the package shows.
-This module is a table of data: one entry per message, however many the package has.
 """
 
 RUNTIME_ZH_CN = {

@@ -12,9 +12,8 @@ checks three things:
 3. every CPU-only rank function runs under ``backend="auto"`` on gloo where CUDA is
    visible.
 
-Where every other rank function computes is checked by ``test_gpu_placement.py``. A rank
-function registered with ``@experiment`` must appear in exactly one of the two tables (the
-first test), so a new notebook's experiments get classified.
+Where every other rank function computes is checked by ``test_gpu_placement.py``; that
+every experiment is in exactly one table, by ``tests/test_gpu_tables.py`` on every machine.
 
 Time on one GPU (estimates; not measured): (1) ~40 s (three NCCL launches; eight small
 trainings), (2) ~30 s (four launches plus two gloo references), (3) five gloo launches of
@@ -30,25 +29,11 @@ import torch
 import companion
 from companion import experiments, launcher
 from gpu_setup import BACKEND, DEVICE, MODE, skip_without_cuda
-from gpu_tables import CPU_ONLY, DEVICE_AWARE
+from gpu_tables import CPU_ONLY
 
 skip_without_cuda()
 
 TIMEOUT = 180.0
-
-
-def test_every_experiment_is_classified():
-    names = set(experiments.names())
-    assert not experiments.load_errors, experiments.load_errors
-    both = set(DEVICE_AWARE) & set(CPU_ONLY)
-    assert not both, f"in both tables: {sorted(both)}"
-    missing = names - set(DEVICE_AWARE) - set(CPU_ONLY)
-    assert not missing, (f"experiments not classified for the GPU check: {sorted(missing)}; "
-                         "add each to DEVICE_AWARE or CPU_ONLY in tests/gpu/gpu_tables.py")
-    gone = (set(DEVICE_AWARE) | set(CPU_ONLY)) - names
-    assert not gone, f"no longer registered: {sorted(gone)}"
-    marked = {n for n in names if getattr(experiments.get(n).fn, "cpu_by_design", None)}
-    assert marked == set(CPU_ONLY)
 
 
 # ---- 1. the device-aware rank functions on cuda:0 ------------------------------------
